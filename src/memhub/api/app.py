@@ -1,0 +1,80 @@
+"""Wiring only: build the FastAPI app from settings and a store."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from memhub import __version__
+from memhub.api.auth import Authenticator
+from memhub.api.dataplane import DataPlane, DataRoute
+from memhub.api.envelope import JSONResponse, error, internal_error
+from memhub.api.middleware import GatewayMiddleware
+from memhub.api.routes import atomic, conversation, profile
+from memhub.api.routes.health import health_payload
+from memhub.errors import MemhubError
+from memhub.gateway_key import GatewayKey
+from memhub.memory.services import MemoryServices
+from memhub.settings import Settings
+from memhub.store import MemoryStore
+
+log = logging.getLogger("memhub.api")
+
+DATA_ROUTES: list[DataRoute] = [*conversation.ROUTES, *atomic.ROUTES, *profile.ROUTES]
+
+
+def create_app(settings: Settings, store: MemoryStore, gateway_key: GatewayKey | None) -> FastAPI:
+    """The gateway app. `gateway_key=None` disables layer-1 auth (only with --insecure-no-auth)."""
+    app = FastAPI(title="memhub", version=__version__, docs_url="/docs", redoc_url=None)
+    auth = Authenticator(gateway_key)
+    memory = MemoryServices.over(store)
+    started = time.monotonic()
+    app.state.store = store
+    app.state.memory = memory
+
+    @app.exception_handler(MemhubError)
+    async def on_domain_error(request: Request, exc: MemhubError) -> Response:
+        return error(request, exc)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        message = f"Not found: {request.method} {request.url.path}" if exc.status_code == 404 else str(exc.detail)
+        failure = MemhubError(message)
+        failure.code = exc.status_code
+        return error(request, failure)
+
+    @app.exception_handler(Exception)
+    async def on_unhandled(request: Request, exc: Exception) -> Response:
+        response, trace_id = internal_error(request)
+        log.error("unhandled error trace_id=%s path=%s", trace_id, request.url.path, exc_info=exc)
+        return response
+
+    @app.get("/health", tags=["ops"])
+    async def health() -> JSONResponse:
+        return JSONResponse(health_payload(store, started, auth_enabled=gateway_key is not None))
+
+    plane = DataPlane(auth, memory, settings.max_body_bytes, settings.strict_isolation)
+    plane.mount(app, DATA_ROUTES)
+    app.openapi = lambda: _openapi(app, DATA_ROUTES)  # type: ignore[method-assign]
+    app.add_middleware(GatewayMiddleware, cors_origins=settings.cors_origins)
+    return app
+
+
+def _openapi(app: FastAPI, routes: list[DataRoute]) -> dict[str, Any]:
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(title=app.title, version=app.version, routes=app.routes)
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    for route in routes:
+        model_schema = route.model.model_json_schema(ref_template="#/components/schemas/{model}")
+        components.update(model_schema.pop("$defs", {}))
+        components[route.model.__name__] = model_schema
+    app.openapi_schema = schema
+    return schema

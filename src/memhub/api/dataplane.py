@@ -1,0 +1,96 @@
+"""How a data-plane route runs: authenticate, read, validate, resolve isolation, call, wrap.
+
+Each route is declared once (path, body model, handler) and mounted at `/v3/<path>` and, unless
+it is v3-only, at `/v2/<path>` with lax isolation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from memhub.api.auth import Authenticator
+from memhub.api.body import read_json_object
+from memhub.api.envelope import ok, request_id_of
+from memhub.api.isolation import resolve_isolation
+from memhub.api.schemas import Body
+from memhub.api.validation import parse_model
+from memhub.memory.services import MemoryServices
+from memhub.scope import Isolation
+
+NO_DATA = object()  # a handler returns this when the envelope carries no `data` (e.g. scenario/rm)
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """Everything a handler may use about the request it serves."""
+
+    request: Request
+    request_id: str
+    isolation: Isolation
+    memory: MemoryServices
+
+
+Handler = Callable[[Call, Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class DataRoute:
+    """One data-plane operation."""
+
+    path: str
+    model: type[Body]
+    handler: Handler
+    v2: bool = True
+    summary: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DataPlane:
+    """What every data-plane endpoint shares."""
+
+    auth: Authenticator
+    memory: MemoryServices
+    max_body_bytes: int
+    strict_isolation: bool
+
+    def endpoint(self, route: DataRoute, *, strict: bool) -> Callable[[Request], Any]:
+        async def run(request: Request) -> Response:
+            service_id = self.auth.tenant(request)
+            raw = await read_json_object(request, self.max_body_bytes)
+            body = parse_model(route.model, raw)
+            isolation = resolve_isolation(service_id, body, request, strict=strict)
+            call = Call(request, request_id_of(request), isolation, self.memory)
+            data = await run_in_threadpool(route.handler, call, body)
+            return ok(request, None, include_data=False) if data is NO_DATA else ok(request, data)
+
+        run.__name__ = route.path.replace("/", "_").replace("-", "_")
+        return run
+
+    def mount(self, app: FastAPI, routes: Sequence[DataRoute]) -> None:
+        """Register each route under /v3 (strict when configured) and its /v2 mirror."""
+        for route in routes:
+            mounts = [("/v3", self.strict_isolation)] + ([("/v2", False)] if route.v2 else [])
+            for prefix, strict in mounts:
+                app.add_api_route(
+                    f"{prefix}/{route.path}",
+                    self.endpoint(route, strict=strict),
+                    methods=["POST"],
+                    summary=route.summary or None,
+                    tags=[prefix.strip("/")],
+                    openapi_extra={
+                        "requestBody": {
+                            "required": True,
+                            "content": {
+                                "application/json": {"schema": {"$ref": f"#/components/schemas/{route.model.__name__}"}}
+                            },
+                        }
+                    },
+                    name=f"{prefix.strip('/')}:{route.path}",
+                )

@@ -1,0 +1,74 @@
+"""ASGI middleware: request ids, CORS allow-list and OPTIONS → 204, before any route runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memhub.ids import request_id
+
+ALLOWED_HEADERS = ", ".join(
+    [
+        "authorization",
+        "content-type",
+        "content-encoding",
+        "idempotency-key",
+        "x-request-id",
+        "x-tdai-service-id",
+        "x-tdai-user-key",
+        "x-tdai-team-id",
+        "x-tdai-agent-id",
+        "x-tdai-user-id",
+        "x-tdai-session-id",
+        "x-tdai-task-id",
+    ]
+)
+
+
+class GatewayMiddleware:
+    """Assigns `req-<16hex>` ids, answers OPTIONS with 204 and adds CORS headers for allowed origins."""
+
+    def __init__(self, app: ASGIApp, cors_origins: Sequence[str]) -> None:
+        self.app = app
+        self.any_origin = "*" in cors_origins
+        self.origins = frozenset(cors_origins)
+
+    def _allowed(self, origin: str | None) -> bool:
+        return origin is not None and (self.any_origin or origin in self.origins)
+
+    def _cors(self, headers: MutableHeaders, origin: str | None) -> None:
+        if self._allowed(origin):
+            headers["access-control-allow-origin"] = "*" if self.any_origin else origin  # type: ignore[assignment]
+            headers["access-control-expose-headers"] = "x-request-id"
+            headers.add_vary_header("Origin")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = request_id()
+        scope.setdefault("state", {})["request_id"] = rid
+        origin = Headers(scope=scope).get("origin")
+
+        if scope["method"] == "OPTIONS":
+            headers = MutableHeaders()
+            headers["x-request-id"] = rid
+            self._cors(headers, origin)
+            if self._allowed(origin):
+                headers["access-control-allow-methods"] = "GET, POST, OPTIONS"
+                headers["access-control-allow-headers"] = ALLOWED_HEADERS
+                headers["access-control-max-age"] = "600"
+            await send({"type": "http.response.start", "status": 204, "headers": headers.raw})
+            await send({"type": "http.response.body", "body": b""})
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                headers["x-request-id"] = rid
+                self._cors(headers, origin)
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

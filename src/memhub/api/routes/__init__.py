@@ -1,0 +1,1 @@
+"""Route declarations, one module per memory layer."""

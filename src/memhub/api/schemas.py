@@ -1,0 +1,225 @@
+"""Request bodies of the data plane, as the v3 contract defines them (strict types, no coercion)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from memhub.memory.atomic import DEFAULT_PRIORITY, MEMORY_TYPES
+from memhub.memory.paths import path_problem
+from memhub.timeutil import parse_iso_ms
+
+MAX_CONTENT_CHARS = 8192
+MAX_QUERY_CHARS = 2048
+MAX_METADATA_BYTES = 4096
+MAX_ID_CHARS = 256
+MAX_DOCUMENT_CHARS = 200_000
+
+
+def _iso_instant(value: str) -> str:
+    if parse_iso_ms(value) is None:
+        raise ValueError("must be an ISO 8601 instant with a timezone, e.g. 2026-01-31T09:30:00Z")
+    return value
+
+
+def _metadata(value: dict[str, Any]) -> dict[str, Any]:
+    size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    if size > MAX_METADATA_BYTES:
+        raise ValueError(f"must be at most {MAX_METADATA_BYTES} bytes of JSON (got {size})")
+    return value
+
+
+def _safe_file_path(value: str) -> str:
+    problem = path_problem(value, allow_directory=False)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def _safe_any_path(value: str) -> str:
+    problem = path_problem(value, allow_directory=True)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def _safe_prefix(value: str) -> str:
+    # A prefix may end mid-name ("notes/2026"), so only traversal-type problems count.
+    if value and (problem := path_problem(value, allow_directory=True)) and "segments" not in problem:
+        raise ValueError(problem)
+    return value
+
+
+IsoInstant = Annotated[str, AfterValidator(_iso_instant)]
+Metadata = Annotated[dict[str, Any], AfterValidator(_metadata)]
+IdString = Annotated[str, Field(max_length=MAX_ID_CHARS)]
+FilePath = Annotated[str, AfterValidator(_safe_file_path)]
+AnyPath = Annotated[str, AfterValidator(_safe_any_path)]
+Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS)]
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+MemoryType = Literal["persona", "episodic", "instruction", "work_fact", "work_task", "work_method", "work_artifact"]
+assert set(MemoryType.__args__) == set(MEMORY_TYPES)  # type: ignore[attr-defined]
+
+
+class Body(BaseModel):
+    """Every data-plane body: strict JSON types, isolation ids allowed anywhere, other keys ignored."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    team_id: IdString | None = None
+    agent_id: IdString | None = None
+    user_id: IdString | None = None
+    session_id: IdString | None = None
+    task_id: IdString | None = None
+
+
+class TimeRange(Body):
+    """Optional inclusive time window."""
+
+    time_start: IsoInstant | None = None
+    time_end: IsoInstant | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TimeRange:
+        if self.time_start and self.time_end and parse_iso_ms(self.time_start) > parse_iso_ms(self.time_end):  # type: ignore[operator]
+            raise ValueError("time_start: must not be after time_end")
+        return self
+
+
+class Paging(BaseModel):
+    """limit/offset with the contract's bounds."""
+
+    limit: int = Field(20, ge=1, le=100)
+    offset: int = Field(0, ge=0, le=10_000_000)
+
+
+# -- L0 ------------------------------------------------------------------------------------
+class ConversationMessage(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    role: Literal["user", "assistant"]
+    content: Content
+    timestamp: IsoInstant | None = None
+    recorded_at: IsoInstant | None = None
+    metadata: Metadata | None = None
+
+
+class ConversationAdd(Body):
+    messages: list[ConversationMessage] = Field(min_length=1, max_length=100)
+    idempotency_key: Annotated[str, Field(min_length=1, max_length=256)] | None = None
+
+
+class ConversationQuery(TimeRange, Paging):
+    pass
+
+
+class ConversationSearch(TimeRange):
+    query: Query
+    limit: int = Field(5, ge=1, le=100)
+
+
+class ConversationCount(TimeRange):
+    pass
+
+
+def _dedupe(ids: list[str]) -> list[str]:
+    return list(dict.fromkeys(i.strip() for i in ids if i.strip()))
+
+
+class ConversationDelete(Body):
+    message_ids: list[IdString] | None = Field(None, min_length=1, max_length=5000)
+    session_ids: list[IdString] | None = Field(None, min_length=1, max_length=100)
+
+    def targets(self) -> tuple[list[str], list[str]]:
+        """Trimmed, de-duplicated message ids and session ids (the deprecated `session_id` joins the latter)."""
+        sessions = list(self.session_ids or [])
+        if self.session_id is not None:
+            sessions.append(self.session_id)
+        return _dedupe(list(self.message_ids or [])), _dedupe(sessions)
+
+    @model_validator(mode="after")
+    def _something(self) -> ConversationDelete:
+        messages, sessions = self.targets()
+        if not messages and not sessions:
+            raise ValueError("message_ids: at least one of message_ids or session_ids must be provided")
+        if len(sessions) > 100:
+            raise ValueError("session_ids: must contain at most 100 items")
+        return self
+
+
+# -- L1 ------------------------------------------------------------------------------------
+class AtomicAdd(Body):
+    content: Content
+    type: MemoryType
+    priority: int = Field(DEFAULT_PRIORITY, ge=-1, le=100)
+    background: Annotated[str, Field(max_length=MAX_ID_CHARS)] | None = None
+    source_message_ids: list[IdString] = Field(default_factory=list, max_length=500)
+    metadata: Metadata | None = None
+
+
+class AtomicUpdate(Body):
+    id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+    content: Content
+    background: Annotated[str, Field(max_length=MAX_ID_CHARS)] | None = None
+
+
+class AtomicQuery(TimeRange, Paging):
+    type: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+
+
+class AtomicSearch(TimeRange):
+    query: Query
+    limit: int = Field(5, ge=1, le=100)
+    type: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+
+
+class AtomicCount(TimeRange):
+    type: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+
+
+class AtomicDelete(Body):
+    ids: list[IdString] = Field(min_length=1, max_length=5000)
+
+    @model_validator(mode="after")
+    def _non_empty(self) -> AtomicDelete:
+        self.ids = _dedupe(self.ids)
+        if not self.ids:
+            raise ValueError("ids: must contain at least one non-empty id")
+        return self
+
+
+# -- L2 ------------------------------------------------------------------------------------
+class ScenarioList(Body):
+    path_prefix: Annotated[str, Field(max_length=512), AfterValidator(_safe_prefix)] = ""
+
+
+class ScenarioRead(Body):
+    path: FilePath
+
+
+class ScenarioWrite(Body):
+    path: FilePath
+    content: Annotated[str, Field(max_length=MAX_DOCUMENT_CHARS)]
+    summary: Annotated[str, Field(max_length=1024)] | None = None
+
+
+class ScenarioRemove(Body):
+    path: AnyPath | None = None
+    paths: list[AnyPath] | None = Field(None, min_length=1, max_length=100)
+
+    def targets(self) -> list[str]:
+        """`path` and `paths[]` together, de-duplicated."""
+        return list(dict.fromkeys([*([self.path] if self.path else []), *(self.paths or [])]))
+
+    @model_validator(mode="after")
+    def _something(self) -> ScenarioRemove:
+        if not self.targets():
+            raise ValueError("path: one of path or paths is required")
+        return self
+
+
+# -- L3 ------------------------------------------------------------------------------------
+class CoreWrite(Body):
+    content: Annotated[str, Field(max_length=MAX_DOCUMENT_CHARS)]

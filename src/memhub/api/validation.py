@@ -1,0 +1,71 @@
+"""Pydantic validation with envelope-style messages: `messages[3].content: must be …`."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from memhub.errors import BadRequest
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """('messages', 3, 'content') → 'messages[3].content'."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "body"
+
+
+def _rule(err: Any) -> str:
+    kind = err["type"]
+    ctx = err.get("ctx") or {}
+    rules = {
+        "missing": "is required",
+        "string_type": "must be a string",
+        "int_type": "must be an integer",
+        "int_from_float": "must be an integer",
+        "bool_type": "must be a boolean",
+        "list_type": "must be an array",
+        "dict_type": "must be an object",
+        "model_type": "must be an object",
+        "model_attributes_type": "must be an object",
+        "string_too_short": "must not be empty"
+        if ctx.get("min_length") == 1
+        else f"must be at least {ctx.get('min_length')} characters",
+        "string_too_long": f"must be at most {ctx.get('max_length')} characters",
+        "too_short": f"must contain at least {ctx.get('min_length')} items",
+        "too_long": f"must contain at most {ctx.get('max_length')} items",
+        "greater_than_equal": f"must be >= {ctx.get('ge')}",
+        "less_than_equal": f"must be <= {ctx.get('le')}",
+        "literal_error": f"must be one of {ctx.get('expected')}",
+        "extra_forbidden": "is not a known field",
+    }
+    if kind in rules:
+        return rules[kind]
+    message = str(err.get("msg", "is invalid"))
+    return message.removeprefix("Value error, ")
+
+
+def _describe(err: Any) -> dict[str, str]:
+    field, rule = field_path(err["loc"]), _rule(err)
+    # Cross-field rules are raised on the whole model and name their field themselves.
+    named, sep, rest = rule.partition(": ")
+    if field == "body" and sep and named.replace("_", "").replace(".", "").isalnum():
+        return {"field": named, "rule": rest}
+    return {"field": field, "rule": rule}
+
+
+def parse_model(model: type[M], body: dict[str, Any]) -> M:
+    """Validate a body against a model; the first broken rules become one 400 message."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        errors = [_describe(e) for e in exc.errors()]
+        message = "; ".join(f"{e['field']}: {e['rule']}" for e in errors[:5])
+        raise BadRequest(message, data={"errors": errors[:20]}) from None

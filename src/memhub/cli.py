@@ -1,0 +1,106 @@
+"""The `memhub` command: `serve` runs the gateway, `init` prepares a data dir and its key."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from memhub.gateway_key import GatewayKey, ensure_gateway_key
+from memhub.settings import Settings
+from memhub.store.sqlite import SQLiteStore
+
+app = typer.Typer(help="memhub: a team-level memory hub for AI agents.", no_args_is_help=True)
+log = logging.getLogger("memhub")
+
+
+def _settings(**overrides: Any) -> Settings:
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _announce_key(key: str, data_dir: Path) -> None:
+    # Printed once and never stored in clear: only its SHA-256 is kept in the data dir.
+    typer.echo(
+        "\n  memhub gateway key (shown once; only its hash is stored):\n\n"
+        f"    {key}\n\n"
+        "  Send it as `Authorization: Bearer <key>` with `x-tdai-service-id: <your service id>`.\n"
+        f"  Data dir: {data_dir}\n",
+        err=False,
+    )
+
+
+@app.command()
+def init(
+    data_dir: Annotated[Path | None, typer.Option(help="Data directory [env MEMHUB_DATA_DIR]")] = None,
+    rotate_key: Annotated[bool, typer.Option(help="Replace the gateway key with a new one")] = False,
+) -> None:
+    """Create the data dir and the gateway key (printed once)."""
+    settings = _settings(data_dir=data_dir)
+    store = SQLiteStore(settings.data_dir)
+    try:
+        if settings.gateway_api_key:
+            typer.echo("A gateway key is configured in the environment; nothing to create.")
+            return
+        setup = ensure_gateway_key(store, rotate=rotate_key)
+        if setup.created_key:
+            _announce_key(setup.created_key, settings.data_dir)
+        else:
+            typer.echo(f"Already initialised: {settings.data_dir} (use --rotate-key for a new key).")
+    finally:
+        store.close()
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address [env MEMHUB_HOST / TDAI_GATEWAY_HOST]")] = None,
+    port: Annotated[int | None, typer.Option(help="Port [env MEMHUB_PORT / TDAI_GATEWAY_PORT]")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Data directory [env MEMHUB_DATA_DIR / TDAI_DATA_DIR]")] = None,
+    insecure_no_auth: Annotated[
+        bool, typer.Option("--insecure-no-auth", help="Run without the gateway key (any Bearer is accepted)")
+    ] = False,
+) -> None:
+    """Run the gateway (creates the data dir and a gateway key on first start)."""
+    import uvicorn
+
+    from memhub.api import create_app
+
+    settings = _settings(host=host, port=port, data_dir=data_dir, insecure_no_auth=insecure_no_auth or None)
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    store = SQLiteStore(settings.data_dir)
+    key: GatewayKey | None = None
+    if settings.insecure_no_auth:
+        log.warning(
+            "gateway key check DISABLED (--insecure-no-auth): anyone who reaches %s can read and write", settings.host
+        )
+        if not _is_loopback(settings.host):
+            log.warning(
+                "insecure mode on a non-loopback address %s: bind 127.0.0.1 or drop --insecure-no-auth", settings.host
+            )
+    else:
+        setup = ensure_gateway_key(store, settings.gateway_api_key)
+        key = setup.key
+        if setup.created_key:
+            _announce_key(setup.created_key, settings.data_dir)
+    sys.stdout.flush()
+    api = create_app(settings, store, key)
+    try:
+        uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False)
+    finally:
+        store.close()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

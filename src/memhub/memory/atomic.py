@@ -1,0 +1,97 @@
+"""L1: atomic memories (facts, preferences, instructions, events) with versions and provenance."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memhub.errors import Forbidden, NotFound
+from memhub.ids import atomic_id
+from memhub.retrieval.tokenize import query_terms
+from memhub.scope import Isolation
+from memhub.store import AtomicFilter, AtomicRecord, AuditContext, MemoryStore, NewAtomic
+from memhub.timeutil import now_ms
+
+CHAT_TYPES = ("persona", "episodic", "instruction")
+CODE_TYPES = ("work_fact", "work_task", "work_method", "work_artifact")
+MEMORY_TYPES = CHAT_TYPES + CODE_TYPES
+DEFAULT_PRIORITY = 50
+
+
+@dataclass(frozen=True, slots=True)
+class AtomicInput:
+    """A memory written directly by a user, an importer or the pipeline."""
+
+    content: str
+    type: str
+    priority: int = DEFAULT_PRIORITY
+    background: str | None = None
+    source_message_ids: tuple[str, ...] = ()
+    metadata: dict[str, Any] | None = None
+
+
+def audit_context(iso: Isolation, request_id: str) -> AuditContext:
+    """The audit identity of a request."""
+    return AuditContext(
+        request_id=request_id, team_id=iso.team_id, agent_id=iso.agent_id, user_id=iso.user_id, task_id=iso.task_id
+    )
+
+
+class AtomicService:
+    """Adds, updates, reads, searches and deletes L1 memories of one scope."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+
+    def add(self, iso: Isolation, items: Sequence[AtomicInput]) -> list[AtomicRecord]:
+        """Store new memories (the pipeline and `atomic/add` share this path)."""
+        stamp = now_ms()
+        records = [
+            NewAtomic(
+                id=atomic_id(stamp),
+                type=item.type,
+                content=item.content,
+                priority=item.priority,
+                scene_name=item.background,
+                session_id=iso.session_id or "default",
+                created_ms=stamp,
+                source_message_ids=item.source_message_ids,
+                metadata=item.metadata,
+            )
+            for item in items
+        ]
+        return self.store.add_atomic(iso.memory, records)
+
+    def update(
+        self, iso: Isolation, memory_id: str, content: str, background: str | None, request_id: str
+    ) -> AtomicRecord:
+        """Replace a memory's content; 404 if unknown to this service, 403 if another scope owns it."""
+        current = self.store.get_atomic(iso.service_id, memory_id)
+        if current is None:
+            raise NotFound(f"Atomic memory not found: {memory_id}")
+        owner = (current.team_id, current.user_id, current.agent_id, current.task_id)
+        if owner != (iso.team_id, iso.user_id, iso.agent_id, iso.task_id):
+            raise Forbidden("Forbidden: the memory belongs to another team, user, agent or task")
+        updated = self.store.update_atomic(
+            iso.service_id, memory_id, content, background, now_ms(), audit_context(iso, request_id)
+        )
+        if updated is None:  # deleted between the check and the write
+            raise NotFound(f"Atomic memory not found: {memory_id}")
+        return updated
+
+    def query(self, iso: Isolation, flt: AtomicFilter, limit: int, offset: int) -> tuple[list[AtomicRecord], int]:
+        """A page of memories, most recently updated first, and how many match."""
+        return self.store.query_atomic(iso.memory, flt, limit, offset)
+
+    def count(self, iso: Isolation, flt: AtomicFilter) -> int:
+        """How many memories match."""
+        return self.store.count_atomic(iso.memory, flt)
+
+    def search(self, iso: Isolation, query: str, flt: AtomicFilter, limit: int) -> list[tuple[AtomicRecord, float]]:
+        """BM25 search; the type and time filters apply before the top-k, not after."""
+        return self.store.search_atomic(iso.memory, query_terms(query), flt, limit)
+
+    def delete(self, iso: Isolation, ids: Sequence[str], request_id: str) -> int:
+        """Delete memories of the caller's scope; ids of other scopes are left alone."""
+        return len(self.store.delete_atomic(iso.memory, ids, audit_context(iso, request_id)))

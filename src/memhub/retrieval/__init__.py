@@ -1,0 +1,1 @@
+"""Retrieval engines: tokenization and full-text query building (vectors come later)."""

@@ -1,0 +1,25 @@
+"""Persistence: one store interface in domain terms, with an embedded SQLite backend."""
+
+from memhub.store.base import MemoryStore
+from memhub.store.records import (
+    AtomicFilter,
+    AtomicRecord,
+    AuditContext,
+    DocumentRecord,
+    MessageFilter,
+    MessageRecord,
+    NewAtomic,
+    NewMessage,
+)
+
+__all__ = [
+    "AtomicFilter",
+    "AtomicRecord",
+    "AuditContext",
+    "DocumentRecord",
+    "MemoryStore",
+    "MessageFilter",
+    "MessageRecord",
+    "NewAtomic",
+    "NewMessage",
+]

@@ -1,0 +1,155 @@
+"""The store interface, in domain terms. Every backend implements it and passes the same tests."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from memhub.retrieval.tokenize import QueryTerms
+from memhub.scope import MemoryScope, ProfileScope
+from memhub.store.records import (
+    AtomicFilter,
+    AtomicRecord,
+    AuditContext,
+    DocumentKind,
+    DocumentRecord,
+    MessageFilter,
+    MessageRecord,
+    NewAtomic,
+    NewMessage,
+)
+
+
+class MemoryStore(ABC):
+    """Everything memhub persists: instance settings, L0–L3 and the audit trail."""
+
+    # -- instance settings -------------------------------------------------------------------
+    @abstractmethod
+    def get_setting(self, name: str) -> str | None:
+        """An instance-wide setting, or None."""
+
+    @abstractmethod
+    def put_setting(self, name: str, value: str, *, only_if_absent: bool = False) -> str:
+        """Store a setting; with only_if_absent the first writer wins. Returns the stored value."""
+
+    # -- L0 conversation ---------------------------------------------------------------------
+    @abstractmethod
+    def add_messages(
+        self,
+        scope: MemoryScope,
+        session_id: str,
+        messages: Sequence[NewMessage],
+        *,
+        idempotency_key: str | None = None,
+        request_hash: str | None = None,
+    ) -> tuple[list[str], str | None]:
+        """Store messages in one transaction and return their ids.
+
+        With an idempotency key that was used before in this scope, nothing is written and the
+        first call's ids are returned together with the first call's request hash.
+        """
+
+    @abstractmethod
+    def query_messages(
+        self, scope: MemoryScope, flt: MessageFilter, limit: int, offset: int
+    ) -> tuple[list[MessageRecord], int]:
+        """Messages in time order with the total that matched."""
+
+    @abstractmethod
+    def count_messages(self, scope: MemoryScope, flt: MessageFilter) -> int:
+        """How many messages match."""
+
+    @abstractmethod
+    def search_messages(
+        self, scope: MemoryScope, terms: QueryTerms, flt: MessageFilter, limit: int
+    ) -> list[tuple[MessageRecord, float]]:
+        """BM25 search filtered by scope inside the index; best first with a score in (0, 1)."""
+
+    @abstractmethod
+    def delete_messages(self, scope: MemoryScope, message_ids: Sequence[str], session_ids: Sequence[str]) -> int:
+        """Delete the given messages and whole sessions inside the scope; returns how many went."""
+
+    # -- L1 atomic memories ------------------------------------------------------------------
+    @abstractmethod
+    def add_atomic(self, scope: MemoryScope, records: Sequence[NewAtomic]) -> list[AtomicRecord]:
+        """Store new memories in one transaction."""
+
+    @abstractmethod
+    def get_atomic(self, service_id: str, atomic_id: str) -> AtomicRecord | None:
+        """One memory of a service by id, whatever its scope."""
+
+    @abstractmethod
+    def update_atomic(
+        self,
+        service_id: str,
+        atomic_id: str,
+        content: str,
+        scene_name: str | None,
+        now_ms: int,
+        audit: AuditContext,
+    ) -> AtomicRecord | None:
+        """Replace content (and scene when given), bump the version, audit; None if gone."""
+
+    @abstractmethod
+    def query_atomic(
+        self, scope: MemoryScope, flt: AtomicFilter, limit: int, offset: int
+    ) -> tuple[list[AtomicRecord], int]:
+        """Memories, most recently updated first, with the total that matched."""
+
+    @abstractmethod
+    def count_atomic(self, scope: MemoryScope, flt: AtomicFilter) -> int:
+        """How many memories match."""
+
+    @abstractmethod
+    def search_atomic(
+        self, scope: MemoryScope, terms: QueryTerms, flt: AtomicFilter, limit: int
+    ) -> list[tuple[AtomicRecord, float]]:
+        """BM25 search filtered by scope (and type) inside the index; best first."""
+
+    @abstractmethod
+    def delete_atomic(self, scope: MemoryScope, ids: Sequence[str], audit: AuditContext) -> list[AtomicRecord]:
+        """Delete memories of the scope, one audit row each; returns what was deleted."""
+
+    # -- L2 scenes and L3 persona ------------------------------------------------------------
+    @abstractmethod
+    def get_document(self, scope: ProfileScope, kind: DocumentKind, path: str) -> DocumentRecord | None:
+        """One scene file or the persona."""
+
+    @abstractmethod
+    def list_documents(self, scope: ProfileScope, kind: DocumentKind, path_prefix: str = "") -> list[DocumentRecord]:
+        """Documents of a kind whose path starts with the prefix, in path order."""
+
+    @abstractmethod
+    def put_document(
+        self, doc: DocumentRecord, audit: AuditContext, *, expect_exists: bool | None
+    ) -> DocumentRecord | None:
+        """Insert or replace a document and audit it in one transaction.
+
+        expect_exists=True refuses to create (returns None when missing), False refuses to
+        replace (returns None when present), None upserts.
+        """
+
+    @abstractmethod
+    def delete_documents(
+        self,
+        scope: ProfileScope,
+        kind: DocumentKind,
+        paths: Sequence[str],
+        prefixes: Sequence[str],
+        audit: AuditContext,
+    ) -> list[str]:
+        """Delete documents by exact path or path prefix, audit each; returns the deleted paths."""
+
+    # -- audit -------------------------------------------------------------------------------
+    @abstractmethod
+    def list_audit(self, service_id: str, limit: int = 100) -> list[dict[str, object]]:
+        """Most recent audit rows of a service."""
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @abstractmethod
+    def backend_name(self) -> str:
+        """Short name of the backend, reported by /health."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections."""

@@ -1,0 +1,122 @@
+"""Plain records the store reads and writes; no behaviour, no storage details."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+DocumentKind = Literal["scene", "core"]
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """An L0 message about to be stored."""
+
+    id: str
+    role: str
+    content: str
+    recorded_ms: int
+    message_ms: int
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """A stored L0 message with its owner."""
+
+    id: str
+    service_id: str
+    team_id: str
+    user_id: str
+    agent_id: str
+    task_id: str
+    session_id: str
+    role: str
+    content: str
+    recorded_ms: int
+    message_ms: int
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageFilter:
+    """Optional narrowing of an L0 read inside a scope."""
+
+    session_id: str | None = None
+    time_start_ms: int | None = None
+    time_end_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewAtomic:
+    """An L1 memory about to be stored."""
+
+    id: str
+    type: str
+    content: str
+    priority: int
+    scene_name: str | None
+    session_id: str
+    created_ms: int
+    source_message_ids: tuple[str, ...] = ()
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AtomicRecord:
+    """A stored L1 memory with its owner."""
+
+    id: str
+    service_id: str
+    team_id: str
+    user_id: str
+    agent_id: str
+    task_id: str
+    session_id: str
+    type: str
+    content: str
+    priority: int
+    scene_name: str | None
+    version: int
+    created_ms: int
+    updated_ms: int
+    source_message_ids: tuple[str, ...] = ()
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AtomicFilter:
+    """Optional narrowing of an L1 read inside a scope (times apply to the update time)."""
+
+    type: str | None = None
+    time_start_ms: int | None = None
+    time_end_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRecord:
+    """An L2 scene file or the L3 persona of one (team, agent) profile."""
+
+    service_id: str
+    team_id: str
+    agent_id: str
+    kind: DocumentKind
+    path: str
+    content: str
+    summary: str | None
+    version: int
+    content_md5: str
+    created_ms: int
+    updated_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class AuditContext:
+    """Who asked for a change; written beside it in the same transaction, never with content."""
+
+    request_id: str
+    team_id: str
+    agent_id: str
+    user_id: str
+    task_id: str
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,635 @@
+"""Embedded SQLite backend: WAL, one writer, concurrent readers, FTS5 for BM25."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from memhub.ids import audit_id
+from memhub.retrieval.tokenize import QueryTerms, fts_or, index_text
+from memhub.scope import MemoryScope, ProfileScope
+from memhub.store.base import MemoryStore
+from memhub.store.records import (
+    AtomicFilter,
+    AtomicRecord,
+    AuditContext,
+    DocumentKind,
+    DocumentRecord,
+    MessageFilter,
+    MessageRecord,
+    NewAtomic,
+    NewMessage,
+)
+from memhub.store.sqlite_schema import MIGRATIONS
+from memhub.timeutil import now_ms
+
+DB_FILENAME = "memhub.db"
+
+# bm25 column weights: the scope column only filters, the bigram column backs up the words.
+_BM25 = "bm25({table}, 0.0, 1.0, 0.5)"
+
+
+def _json_or_none(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _rank_to_score(rank: float) -> float:
+    # FTS5 bm25() is negative, better matches more negative; map to (0, 1), higher is better.
+    r = max(-rank, 0.0)
+    return r / (1.0 + r)
+
+
+def _match_expr(scope_tokens: Sequence[str], terms: QueryTerms) -> str:
+    parts = []
+    if terms.words:
+        parts.append(f"words : ({fts_or(terms.words)})")
+    if terms.grams:
+        parts.append(f"grams : ({fts_or(terms.grams)})")
+    owner = " AND ".join(f'scope : "{t}"' for t in scope_tokens)
+    return f"{owner} AND ({' OR '.join(parts)})"
+
+
+class SQLiteStore(MemoryStore):
+    """One database file per data dir; safe for many threads of one process."""
+
+    def __init__(self, data_dir: Path | str, *, synchronous: str = "FULL") -> None:
+        self.path = Path(data_dir) / DB_FILENAME
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._synchronous = synchronous
+        self._local = threading.local()
+        self._write_lock = threading.Lock()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._writer = self._connect()
+        self._migrate()
+
+    # -- connections ---------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        con = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        con.row_factory = sqlite3.Row
+        con.execute("PRAGMA journal_mode=WAL")
+        # FULL: a commit is on disk before the client hears "ok" — acknowledged writes survive
+        # a crash of the process or of the machine.
+        con.execute(f"PRAGMA synchronous={self._synchronous}")
+        con.execute("PRAGMA foreign_keys=ON")
+        con.execute("PRAGMA busy_timeout=30000")
+        with self._connections_lock:
+            self._connections.append(con)
+        return con
+
+    def _reader(self) -> sqlite3.Connection:
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = self._connect()
+            self._local.con = con
+        return con
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._write_lock:
+            con = self._writer
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._write() as con:
+            con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = con.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            current = row[0] or 0
+            for version, script in enumerate(MIGRATIONS, start=1):
+                if version <= current:
+                    continue
+                for statement in script.split(";"):
+                    if statement.strip():
+                        con.execute(statement)
+                con.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+
+    def schema_version(self) -> int:
+        """Applied migration count."""
+        return self._reader().execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+
+    def backend_name(self) -> str:
+        return "sqlite"
+
+    def close(self) -> None:
+        with self._connections_lock:
+            for con in self._connections:
+                con.close()
+            self._connections.clear()
+
+    # -- settings ------------------------------------------------------------------------
+    def get_setting(self, name: str) -> str | None:
+        row = self._reader().execute("SELECT value FROM instance_settings WHERE name = ?", (name,)).fetchone()
+        return None if row is None else row[0]
+
+    def put_setting(self, name: str, value: str, *, only_if_absent: bool = False) -> str:
+        with self._write() as con:
+            if only_if_absent:
+                con.execute("INSERT OR IGNORE INTO instance_settings (name, value) VALUES (?, ?)", (name, value))
+            else:
+                con.execute(
+                    "INSERT INTO instance_settings (name, value) VALUES (?, ?) "
+                    "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                    (name, value),
+                )
+            return con.execute("SELECT value FROM instance_settings WHERE name = ?", (name,)).fetchone()[0]
+
+    # -- L0 ------------------------------------------------------------------------------
+    def add_messages(
+        self,
+        scope: MemoryScope,
+        session_id: str,
+        messages: Sequence[NewMessage],
+        *,
+        idempotency_key: str | None = None,
+        request_hash: str | None = None,
+    ) -> tuple[list[str], str | None]:
+        key = scope.key
+        scope_tokens = f"{key} {scope.session_key(session_id)}"
+        indexed = [index_text(m.content) for m in messages]  # segment outside the write lock
+        with self._write() as con:
+            if idempotency_key is not None:
+                row = con.execute(
+                    "SELECT request_hash, ids_json FROM l0_idempotency WHERE scope_key = ? AND key = ?",
+                    (key, idempotency_key),
+                ).fetchone()
+                if row is not None:
+                    return json.loads(row["ids_json"]), row["request_hash"]
+            for message, text in zip(messages, indexed, strict=True):
+                cur = con.execute(
+                    "INSERT INTO l0_messages (id, scope_key, service_id, team_id, user_id, agent_id, "
+                    "task_id, session_id, role, content, metadata_json, recorded_ms, message_ms) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        message.id,
+                        key,
+                        scope.service_id,
+                        scope.team_id,
+                        scope.user_id,
+                        scope.agent_id,
+                        scope.task_id,
+                        session_id,
+                        message.role,
+                        message.content,
+                        _json_or_none(message.metadata),
+                        message.recorded_ms,
+                        message.message_ms,
+                    ),
+                )
+                con.execute(
+                    "INSERT INTO l0_fts (rowid, scope, words, grams) VALUES (?, ?, ?, ?)",
+                    (cur.lastrowid, scope_tokens, text.words, text.grams),
+                )
+            ids = [m.id for m in messages]
+            if idempotency_key is not None:
+                con.execute(
+                    "INSERT INTO l0_idempotency (scope_key, key, request_hash, ids_json, created_ms) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (key, idempotency_key, request_hash or "", json.dumps(ids), now_ms()),
+                )
+        return ids, None
+
+    @staticmethod
+    def _message_where(scope: MemoryScope, flt: MessageFilter, alias: str = "") -> tuple[str, list[Any]]:
+        p = f"{alias}." if alias else ""
+        clauses = [f"{p}scope_key = ?"]
+        params: list[Any] = [scope.key]
+        if flt.session_id is not None:
+            clauses.append(f"{p}session_id = ?")
+            params.append(flt.session_id)
+        if flt.time_start_ms is not None:
+            clauses.append(f"{p}recorded_ms >= ?")
+            params.append(flt.time_start_ms)
+        if flt.time_end_ms is not None:
+            clauses.append(f"{p}recorded_ms <= ?")
+            params.append(flt.time_end_ms)
+        return " AND ".join(clauses), params
+
+    @staticmethod
+    def _message(row: sqlite3.Row) -> MessageRecord:
+        return MessageRecord(
+            id=row["id"],
+            service_id=row["service_id"],
+            team_id=row["team_id"],
+            user_id=row["user_id"],
+            agent_id=row["agent_id"],
+            task_id=row["task_id"],
+            session_id=row["session_id"],
+            role=row["role"],
+            content=row["content"],
+            recorded_ms=row["recorded_ms"],
+            message_ms=row["message_ms"],
+            metadata=json.loads(row["metadata_json"]) if row["metadata_json"] else None,
+        )
+
+    def query_messages(
+        self, scope: MemoryScope, flt: MessageFilter, limit: int, offset: int
+    ) -> tuple[list[MessageRecord], int]:
+        where, params = self._message_where(scope, flt)
+        con = self._reader()
+        total = con.execute(f"SELECT COUNT(*) FROM l0_messages WHERE {where}", params).fetchone()[0]
+        rows = con.execute(
+            f"SELECT * FROM l0_messages WHERE {where} ORDER BY recorded_ms, rowid LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        ).fetchall()
+        return [self._message(r) for r in rows], total
+
+    def count_messages(self, scope: MemoryScope, flt: MessageFilter) -> int:
+        where, params = self._message_where(scope, flt)
+        return self._reader().execute(f"SELECT COUNT(*) FROM l0_messages WHERE {where}", params).fetchone()[0]
+
+    def search_messages(
+        self, scope: MemoryScope, terms: QueryTerms, flt: MessageFilter, limit: int
+    ) -> list[tuple[MessageRecord, float]]:
+        if terms.empty:
+            return []
+        owner = [scope.key] if flt.session_id is None else [scope.key, scope.session_key(flt.session_id)]
+        where, params = self._message_where(scope, flt, alias="m")
+        rank = _BM25.format(table="l0_fts")
+        rows = (
+            self._reader()
+            .execute(
+                f"SELECT m.*, {rank} AS rank_ FROM l0_fts JOIN l0_messages m ON m.rowid = l0_fts.rowid "
+                f"WHERE l0_fts MATCH ? AND {where} ORDER BY rank_ LIMIT ?",
+                [_match_expr(owner, terms), *params, limit],
+            )
+            .fetchall()
+        )
+        return [(self._message(r), _rank_to_score(r["rank_"])) for r in rows]
+
+    def delete_messages(self, scope: MemoryScope, message_ids: Sequence[str], session_ids: Sequence[str]) -> int:
+        key = scope.key
+        deleted = 0
+        with self._write() as con:
+            rowids: list[int] = []
+            for chunk in _chunks(list(message_ids), 500):
+                marks = ",".join("?" * len(chunk))
+                rowids += [
+                    r[0]
+                    for r in con.execute(
+                        f"SELECT rowid FROM l0_messages WHERE scope_key = ? AND id IN ({marks})", [key, *chunk]
+                    )
+                ]
+            for chunk in _chunks(list(session_ids), 500):
+                marks = ",".join("?" * len(chunk))
+                rowids += [
+                    r[0]
+                    for r in con.execute(
+                        f"SELECT rowid FROM l0_messages WHERE scope_key = ? AND session_id IN ({marks})",
+                        [key, *chunk],
+                    )
+                ]
+            for chunk in _chunks(sorted(set(rowids)), 500):
+                marks = ",".join("?" * len(chunk))
+                deleted += con.execute(f"DELETE FROM l0_messages WHERE rowid IN ({marks})", chunk).rowcount
+                con.execute(f"DELETE FROM l0_fts WHERE rowid IN ({marks})", chunk)
+        return deleted
+
+    # -- L1 ------------------------------------------------------------------------------
+    @staticmethod
+    def _atomic(row: sqlite3.Row) -> AtomicRecord:
+        return AtomicRecord(
+            id=row["id"],
+            service_id=row["service_id"],
+            team_id=row["team_id"],
+            user_id=row["user_id"],
+            agent_id=row["agent_id"],
+            task_id=row["task_id"],
+            session_id=row["session_id"],
+            type=row["type"],
+            content=row["content"],
+            priority=row["priority"],
+            scene_name=row["scene_name"],
+            version=row["version"],
+            created_ms=row["created_ms"],
+            updated_ms=row["updated_ms"],
+            source_message_ids=tuple(json.loads(row["source_ids_json"])),
+            metadata=json.loads(row["metadata_json"]) if row["metadata_json"] else None,
+        )
+
+    @staticmethod
+    def _type_token(key: str, type_: str) -> str:
+        return "t" + hashlib.blake2b(f"{key}\x1f{type_}".encode(), digest_size=10).hexdigest()
+
+    @classmethod
+    def _atomic_fts_scope(cls, key: str, type_: str) -> str:
+        # The type rides along as a token so a type-filtered search stays inside the index.
+        return f"{key} {cls._type_token(key, type_)}"
+
+    def add_atomic(self, scope: MemoryScope, records: Sequence[NewAtomic]) -> list[AtomicRecord]:
+        key = scope.key
+        indexed = [index_text(r.content) for r in records]
+        with self._write() as con:
+            for rec, text in zip(records, indexed, strict=True):
+                cur = con.execute(
+                    "INSERT INTO l1_atomic (id, scope_key, service_id, team_id, user_id, agent_id, task_id, "
+                    "session_id, type, content, priority, scene_name, version, source_ids_json, metadata_json, "
+                    "created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
+                    (
+                        rec.id,
+                        key,
+                        scope.service_id,
+                        scope.team_id,
+                        scope.user_id,
+                        scope.agent_id,
+                        scope.task_id,
+                        rec.session_id,
+                        rec.type,
+                        rec.content,
+                        rec.priority,
+                        rec.scene_name,
+                        json.dumps(list(rec.source_message_ids)),
+                        _json_or_none(rec.metadata),
+                        rec.created_ms,
+                        rec.created_ms,
+                    ),
+                )
+                con.execute(
+                    "INSERT INTO l1_fts (rowid, scope, words, grams) VALUES (?, ?, ?, ?)",
+                    (cur.lastrowid, self._atomic_fts_scope(key, rec.type), text.words, text.grams),
+                )
+            marks = ",".join("?" * len(records))
+            rows = con.execute(
+                f"SELECT * FROM l1_atomic WHERE id IN ({marks}) ORDER BY rowid", [r.id for r in records]
+            ).fetchall()
+        return [self._atomic(r) for r in rows]
+
+    def get_atomic(self, service_id: str, atomic_id: str) -> AtomicRecord | None:
+        row = (
+            self._reader()
+            .execute("SELECT * FROM l1_atomic WHERE service_id = ? AND id = ?", (service_id, atomic_id))
+            .fetchone()
+        )
+        return None if row is None else self._atomic(row)
+
+    def update_atomic(
+        self,
+        service_id: str,
+        atomic_id: str,
+        content: str,
+        scene_name: str | None,
+        now_ms: int,
+        audit: AuditContext,
+    ) -> AtomicRecord | None:
+        text = index_text(content)
+        with self._write() as con:
+            row = con.execute(
+                "SELECT rowid, * FROM l1_atomic WHERE service_id = ? AND id = ?", (service_id, atomic_id)
+            ).fetchone()
+            if row is None:
+                return None
+            new_scene = scene_name if scene_name is not None else row["scene_name"]
+            con.execute(
+                "UPDATE l1_atomic SET content = ?, scene_name = ?, version = version + 1, updated_ms = ? "
+                "WHERE rowid = ?",
+                (content, new_scene, now_ms, row["rowid"]),
+            )
+            con.execute("DELETE FROM l1_fts WHERE rowid = ?", (row["rowid"],))
+            con.execute(
+                "INSERT INTO l1_fts (rowid, scope, words, grams) VALUES (?, ?, ?, ?)",
+                (row["rowid"], self._atomic_fts_scope(row["scope_key"], row["type"]), text.words, text.grams),
+            )
+            self._audit(con, service_id, atomic_id, "L1", "update", row["version"] + 1, now_ms, audit)
+            updated = con.execute("SELECT * FROM l1_atomic WHERE rowid = ?", (row["rowid"],)).fetchone()
+        return self._atomic(updated)
+
+    @staticmethod
+    def _atomic_where(scope: MemoryScope, flt: AtomicFilter, alias: str = "") -> tuple[str, list[Any]]:
+        p = f"{alias}." if alias else ""
+        clauses = [f"{p}scope_key = ?"]
+        params: list[Any] = [scope.key]
+        if flt.type is not None:
+            clauses.append(f"{p}type = ?")
+            params.append(flt.type)
+        if flt.time_start_ms is not None:
+            clauses.append(f"{p}updated_ms >= ?")
+            params.append(flt.time_start_ms)
+        if flt.time_end_ms is not None:
+            clauses.append(f"{p}updated_ms <= ?")
+            params.append(flt.time_end_ms)
+        return " AND ".join(clauses), params
+
+    def query_atomic(
+        self, scope: MemoryScope, flt: AtomicFilter, limit: int, offset: int
+    ) -> tuple[list[AtomicRecord], int]:
+        where, params = self._atomic_where(scope, flt)
+        con = self._reader()
+        total = con.execute(f"SELECT COUNT(*) FROM l1_atomic WHERE {where}", params).fetchone()[0]
+        rows = con.execute(
+            f"SELECT * FROM l1_atomic WHERE {where} ORDER BY updated_ms DESC, rowid DESC LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        ).fetchall()
+        return [self._atomic(r) for r in rows], total
+
+    def count_atomic(self, scope: MemoryScope, flt: AtomicFilter) -> int:
+        where, params = self._atomic_where(scope, flt)
+        return self._reader().execute(f"SELECT COUNT(*) FROM l1_atomic WHERE {where}", params).fetchone()[0]
+
+    def search_atomic(
+        self, scope: MemoryScope, terms: QueryTerms, flt: AtomicFilter, limit: int
+    ) -> list[tuple[AtomicRecord, float]]:
+        if terms.empty:
+            return []
+        owner = [scope.key]
+        if flt.type is not None:
+            owner.append(self._type_token(scope.key, flt.type))
+        where, params = self._atomic_where(scope, flt, alias="a")
+        rank = _BM25.format(table="l1_fts")
+        rows = (
+            self._reader()
+            .execute(
+                f"SELECT a.*, {rank} AS rank_ FROM l1_fts JOIN l1_atomic a ON a.rowid = l1_fts.rowid "
+                f"WHERE l1_fts MATCH ? AND {where} ORDER BY rank_ LIMIT ?",
+                [_match_expr(owner, terms), *params, limit],
+            )
+            .fetchall()
+        )
+        return [(self._atomic(r), _rank_to_score(r["rank_"])) for r in rows]
+
+    def delete_atomic(self, scope: MemoryScope, ids: Sequence[str], audit: AuditContext) -> list[AtomicRecord]:
+        deleted: list[AtomicRecord] = []
+        stamp = now_ms()
+        with self._write() as con:
+            for chunk in _chunks(list(ids), 500):
+                marks = ",".join("?" * len(chunk))
+                rows = con.execute(
+                    f"SELECT rowid, * FROM l1_atomic WHERE scope_key = ? AND id IN ({marks})", [scope.key, *chunk]
+                ).fetchall()
+                for row in rows:
+                    con.execute("DELETE FROM l1_atomic WHERE rowid = ?", (row["rowid"],))
+                    con.execute("DELETE FROM l1_fts WHERE rowid = ?", (row["rowid"],))
+                    self._audit(con, scope.service_id, row["id"], "L1", "delete", row["version"], stamp, audit)
+                    deleted.append(self._atomic(row))
+        return deleted
+
+    # -- L2 / L3 -------------------------------------------------------------------------
+    @staticmethod
+    def _document(row: sqlite3.Row) -> DocumentRecord:
+        return DocumentRecord(
+            service_id=row["service_id"],
+            team_id=row["team_id"],
+            agent_id=row["agent_id"],
+            kind=row["kind"],
+            path=row["path"],
+            content=row["content"],
+            summary=row["summary"],
+            version=row["version"],
+            content_md5=row["content_md5"],
+            created_ms=row["created_ms"],
+            updated_ms=row["updated_ms"],
+        )
+
+    def get_document(self, scope: ProfileScope, kind: DocumentKind, path: str) -> DocumentRecord | None:
+        row = (
+            self._reader()
+            .execute(
+                "SELECT * FROM profile_documents WHERE scope_key = ? AND kind = ? AND path = ?",
+                (scope.key, kind, path),
+            )
+            .fetchone()
+        )
+        return None if row is None else self._document(row)
+
+    def list_documents(self, scope: ProfileScope, kind: DocumentKind, path_prefix: str = "") -> list[DocumentRecord]:
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT * FROM profile_documents WHERE scope_key = ? AND kind = ? AND substr(path, 1, ?) = ? "
+                "ORDER BY path",
+                (scope.key, kind, len(path_prefix), path_prefix),
+            )
+            .fetchall()
+        )
+        return [self._document(r) for r in rows]
+
+    def put_document(
+        self, doc: DocumentRecord, audit: AuditContext, *, expect_exists: bool | None
+    ) -> DocumentRecord | None:
+        scope = ProfileScope(doc.service_id, doc.team_id, doc.agent_id)
+        with self._write() as con:
+            exists = con.execute(
+                "SELECT 1 FROM profile_documents WHERE scope_key = ? AND kind = ? AND path = ?",
+                (scope.key, doc.kind, doc.path),
+            ).fetchone()
+            if (expect_exists is True and not exists) or (expect_exists is False and exists):
+                return None
+            con.execute(
+                "INSERT INTO profile_documents (scope_key, service_id, team_id, agent_id, kind, path, content, "
+                "summary, version, content_md5, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (scope_key, kind, path) DO UPDATE SET content = excluded.content, "
+                "summary = excluded.summary, version = excluded.version, content_md5 = excluded.content_md5, "
+                "updated_ms = excluded.updated_ms",
+                (
+                    scope.key,
+                    doc.service_id,
+                    doc.team_id,
+                    doc.agent_id,
+                    doc.kind,
+                    doc.path,
+                    doc.content,
+                    doc.summary,
+                    doc.version,
+                    doc.content_md5,
+                    doc.created_ms,
+                    doc.updated_ms,
+                ),
+            )
+            layer = "L2" if doc.kind == "scene" else "L3"
+            self._audit(con, doc.service_id, doc.path, layer, "write", doc.version, doc.updated_ms, audit)
+        return doc
+
+    def delete_documents(
+        self,
+        scope: ProfileScope,
+        kind: DocumentKind,
+        paths: Sequence[str],
+        prefixes: Sequence[str],
+        audit: AuditContext,
+    ) -> list[str]:
+        stamp = now_ms()
+        deleted: list[str] = []
+        with self._write() as con:
+            rows = [
+                con.execute(
+                    "SELECT path, version FROM profile_documents WHERE scope_key = ? AND kind = ? AND path = ?",
+                    (scope.key, kind, path),
+                ).fetchone()
+                for path in paths
+            ]
+            for prefix in prefixes:
+                rows += con.execute(
+                    "SELECT path, version FROM profile_documents WHERE scope_key = ? AND kind = ? "
+                    "AND substr(path, 1, ?) = ?",
+                    (scope.key, kind, len(prefix), prefix),
+                ).fetchall()
+            seen: set[str] = set()
+            layer = "L2" if kind == "scene" else "L3"
+            for row in rows:
+                if row is None or row["path"] in seen:
+                    continue
+                seen.add(row["path"])
+                con.execute(
+                    "DELETE FROM profile_documents WHERE scope_key = ? AND kind = ? AND path = ?",
+                    (scope.key, kind, row["path"]),
+                )
+                self._audit(con, scope.service_id, row["path"], layer, "rm", row["version"], stamp, audit)
+                deleted.append(row["path"])
+        return deleted
+
+    # -- audit ---------------------------------------------------------------------------
+    @staticmethod
+    def _audit(
+        con: sqlite3.Connection,
+        service_id: str,
+        record_id: str,
+        layer: str,
+        action: str,
+        version: int | None,
+        at_ms: int,
+        ctx: AuditContext,
+    ) -> None:
+        con.execute(
+            "INSERT INTO memory_audit (audit_id, service_id, record_id, layer, action, team_id, agent_id, "
+            "user_id, task_id, version, updated_at_ms, request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                audit_id(),
+                service_id,
+                record_id,
+                layer,
+                action,
+                ctx.team_id,
+                ctx.agent_id,
+                ctx.user_id,
+                ctx.task_id,
+                version,
+                at_ms,
+                ctx.request_id,
+            ),
+        )
+
+    def list_audit(self, service_id: str, limit: int = 100) -> list[dict[str, object]]:
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT * FROM memory_audit WHERE service_id = ? ORDER BY updated_at_ms DESC, rowid DESC LIMIT ?",
+                (service_id, limit),
+            )
+            .fetchall()
+        )
+        return [dict(r) for r in rows]
+
+
+def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
