@@ -1,0 +1,114 @@
+"""Shared fixtures: a real gateway app over a real SQLite file in a temporary data dir."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from memhub.api import create_app
+from memhub.gateway_key import ensure_gateway_key
+from memhub.settings import Settings
+from memhub.store.sqlite import SQLiteStore
+
+GATEWAY_KEY = "mh-gw-test-0123456789abcdefghijklmnopqrstuvwxyz"
+SERVICE = "svc-a"
+ISO = {"team_id": "team-1", "agent_id": "agent-1", "user_id": "user-1"}
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never inherit the developer's MEMHUB_* / TDAI_* settings."""
+    prefixes = ("MEMHUB_", "TDAI_", "V3_STRICT_ISOLATION", "MEMORY_MAX_BODY_BYTES", "MEMORY_TENCENTDB_ROOT")
+    for name in list(os.environ):
+        if name.startswith(prefixes):
+            monkeypatch.delenv(name, raising=False)
+
+
+@dataclass
+class Gateway:
+    """A running app (in-process, real HTTP stack) plus its store, with request helpers."""
+
+    client: TestClient
+    store: SQLiteStore
+    data_dir: Path
+    key: str | None = GATEWAY_KEY
+    default_service: str = SERVICE
+    default_isolation: dict[str, str] = field(default_factory=lambda: dict(ISO))
+
+    def headers(self, service: str | None = None, extra: dict[str, str] | None = None) -> dict[str, str]:
+        h = {"authorization": f"Bearer {self.key or 'anything'}", "x-tdai-service-id": service or self.default_service}
+        h.update(extra or {})
+        return h
+
+    def post(
+        self,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        service: str | None = None,
+        headers: dict[str, str] | None = None,
+        isolation: dict[str, str] | None = None,
+        raw_headers: dict[str, str] | None = None,
+    ) -> Any:
+        """POST a JSON body; isolation ids are merged into it unless `isolation={}` is passed."""
+        payload = {**(self.default_isolation if isolation is None else isolation), **(body or {})}
+        hdrs = raw_headers if raw_headers is not None else self.headers(service, headers)
+        return self.client.post(path, json=payload, headers=hdrs)
+
+    def ok(self, path: str, body: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+        """POST and assert a success envelope; returns `data`."""
+        response = self.post(path, body, **kwargs)
+        envelope = response.json()
+        assert response.status_code == 200, envelope
+        assert envelope["code"] == 0, envelope
+        assert envelope["message"] == "ok"
+        return envelope.get("data")
+
+    def fails(self, path: str, body: dict[str, Any] | None, code: int, **kwargs: Any) -> dict[str, Any]:
+        """POST and assert an error envelope with this code (and HTTP status); returns the envelope."""
+        response = self.post(path, body, **kwargs)
+        envelope = response.json()
+        assert envelope["code"] == code, envelope
+        assert response.status_code == (code if 400 <= code < 600 else 200)
+        assert envelope["request_id"].startswith("req-")
+        return envelope
+
+
+def build_gateway(data_dir: Path, *, insecure: bool = False, **overrides: Any) -> Gateway:
+    """A gateway over `data_dir` with a known key (or none when insecure)."""
+    settings = Settings(data_dir=data_dir, gateway_api_key=None if insecure else GATEWAY_KEY, **overrides)
+    store = SQLiteStore(settings.data_dir)
+    key = None if insecure else ensure_gateway_key(store, settings.gateway_api_key).key
+    app = create_app(settings, store, key)
+    return Gateway(TestClient(app, raise_server_exceptions=False), store, data_dir, None if insecure else GATEWAY_KEY)
+
+
+@pytest.fixture
+def gateway(tmp_path: Path) -> Iterator[Gateway]:
+    """The default gateway: auth on, lax isolation."""
+    gw = build_gateway(tmp_path / "data")
+    yield gw
+    gw.client.close()
+    gw.store.close()
+
+
+@pytest.fixture
+def make_gateway(tmp_path: Path) -> Iterator[Any]:
+    """Build gateways with other settings (strict isolation, CORS, small body limit, insecure …)."""
+    made: list[Gateway] = []
+
+    def make(name: str = "custom", **overrides: Any) -> Gateway:
+        gw = build_gateway(tmp_path / name, **overrides)
+        made.append(gw)
+        return gw
+
+    yield make
+    for gw in made:
+        gw.client.close()
+        gw.store.close()
