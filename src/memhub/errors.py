@@ -22,6 +22,14 @@ class MemhubError(Exception):
         return self.code if 400 <= self.code < 600 else 200
 
 
+class HttpStatusError(MemhubError):
+    """A routing-level failure (unknown path, wrong method) carrying the framework's status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.code = status
+
+
 class BadRequest(MemhubError):
     code = 400
     default_message = "Bad request"

@@ -19,7 +19,7 @@ from memhub.api.envelope import JSONResponse, error, internal_error
 from memhub.api.middleware import GatewayMiddleware
 from memhub.api.routes import atomic, conversation, profile
 from memhub.api.routes.health import health_payload
-from memhub.errors import MemhubError
+from memhub.errors import HttpStatusError, MemhubError
 from memhub.gateway_key import GatewayKey
 from memhub.memory.services import MemoryServices
 from memhub.settings import Settings
@@ -46,9 +46,7 @@ def create_app(settings: Settings, store: MemoryStore, gateway_key: GatewayKey |
     @app.exception_handler(StarletteHTTPException)
     async def on_http_error(request: Request, exc: StarletteHTTPException) -> Response:
         message = f"Not found: {request.method} {request.url.path}" if exc.status_code == 404 else str(exc.detail)
-        failure = MemhubError(message)
-        failure.code = exc.status_code
-        return error(request, failure)
+        return error(request, HttpStatusError(exc.status_code, message))
 
     @app.exception_handler(Exception)
     async def on_unhandled(request: Request, exc: Exception) -> Response:

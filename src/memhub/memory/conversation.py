@@ -64,7 +64,9 @@ class ConversationService:
                 role=m.role,
                 content=m.content,
                 recorded_ms=m.recorded_ms if m.recorded_ms is not None else stamp,
-                message_ms=m.message_ms if m.message_ms is not None else (m.recorded_ms or stamp),
+                message_ms=m.message_ms
+                if m.message_ms is not None
+                else (m.recorded_ms if m.recorded_ms is not None else stamp),
                 metadata=m.metadata,
             )
             for m in messages

@@ -1,25 +1,31 @@
-"""Text → index terms, CJK-aware.
+"""Text → index terms, the same way for documents and queries, CJK-aware.
 
-SQLite's unicode61 tokenizer turns a whole Chinese clause into one token, so Chinese text is
-segmented here first (jieba `cut_for_search`, the Rust `rjieba` when installed). Every CJK run
-also yields character bigrams in a separate column, so a short Chinese query that the
-segmenter splits differently from the document still finds it instead of silently returning
-nothing.
+Terms are produced here rather than by an FTS tokenizer so that the terms a query looks up are
+exactly the terms in the index: that lets the store read each term's document frequency and
+prune terms too common to be worth ranking.
+
+- Latin-script words are lower-cased, stripped of diacritics and Snowball-stemmed (English).
+- SQLite's unicode61 tokenizer would turn a whole Chinese clause into one token, so CJK runs are
+  segmented with jieba `cut_for_search` (the Rust `rjieba` when installed). Every CJK run also
+  yields character bigrams, kept in a separate column, so a short Chinese query that the
+  segmenter splits differently from the document still finds it instead of returning nothing.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
+import Stemmer
+
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
-_WORD = re.compile(rf"[^\W_]+|[{_CJK}]", re.UNICODE)
-_QUERY_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
-# Words that match most English documents; dropping them from OR queries keeps BM25 fast and sharp.
+# Words that match most English documents; dropping them from queries keeps BM25 fast and sharp.
 _STOPWORDS = frozenset(
     [
         "a",
@@ -90,6 +96,7 @@ _STOPWORDS = frozenset(
 )
 
 MAX_QUERY_TERMS = 48
+_stemmer = Stemmer.Stemmer("english")
 
 
 @cache
@@ -113,8 +120,8 @@ def has_cjk(text: str) -> bool:
 
 
 def cjk_words(run: str) -> list[str]:
-    """jieba search-mode segmentation of one CJK run."""
-    return [w for w in (t.strip() for t in _segmenter()(run)) if w]
+    """jieba search-mode segmentation of one CJK run (word characters only)."""
+    return [w for w in (t.strip() for t in _segmenter()(run)) if w and _WORD.fullmatch(w)]
 
 
 def cjk_bigrams(run: str) -> list[str]:
@@ -124,31 +131,30 @@ def cjk_bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
+def _fold(word: str) -> str:
+    word = word.lower()
+    if word.isascii():
+        return word
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def _latin_terms(text: str) -> list[str]:
+    words = [_fold(w) for w in _WORD.findall(text)]
+    return _stemmer.stemWords(words)
+
+
 @dataclass(frozen=True, slots=True)
 class IndexText:
-    """What goes into the full-text index for one record."""
+    """What goes into the full-text index for one record: space-joined terms per column."""
 
     words: str
     grams: str
 
 
-def index_text(text: str) -> IndexText:
-    """Words column (CJK segmented, the rest as is) and the CJK bigram column."""
-    if not has_cjk(text):
-        return IndexText(words=text, grams="")
-    grams: list[str] = []
-
-    def segment(match: re.Match[str]) -> str:
-        run = match.group(0)
-        grams.extend(cjk_bigrams(run))
-        return " " + " ".join(cjk_words(run)) + " "
-
-    return IndexText(words=_CJK_RUN.sub(segment, text), grams=" ".join(grams))
-
-
 @dataclass(frozen=True, slots=True)
 class QueryTerms:
-    """Terms of a search query, for the words column and the bigram column."""
+    """Distinct terms of a query, for the words column and the CJK bigram column."""
 
     words: tuple[str, ...]
     grams: tuple[str, ...]
@@ -158,26 +164,45 @@ class QueryTerms:
         return not self.words and not self.grams
 
 
+def _split(text: str, *, drop_stopwords: bool) -> tuple[list[str], list[str]]:
+    words: list[str] = []
+    grams: list[str] = []
+    pos = 0
+
+    def latin(chunk: str) -> None:
+        if drop_stopwords:
+            kept = [w for w in _WORD.findall(chunk) if w.lower() not in _STOPWORDS]
+            words.extend(_stemmer.stemWords([_fold(w) for w in kept]))
+        else:
+            words.extend(_latin_terms(chunk))
+
+    for match in _CJK_RUN.finditer(text):
+        latin(text[pos : match.start()])
+        run = match.group(0)
+        words.extend(cjk_words(run))
+        grams.extend(cjk_bigrams(run))
+        pos = match.end()
+    latin(text[pos:])
+    return words, grams
+
+
+def index_text(text: str) -> IndexText:
+    """Every term of a document, in order (repeats kept: term frequency matters to BM25)."""
+    words, grams = _split(text, drop_stopwords=False)
+    return IndexText(" ".join(words), " ".join(grams))
+
+
 def _unique(items: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))[:MAX_QUERY_TERMS]
 
 
 def query_terms(query: str) -> QueryTerms:
-    """Split a query into word terms (stopwords dropped unless nothing else is left) and bigrams."""
-    words: list[str] = []
-    grams: list[str] = []
-    pos = 0
-    for match in _CJK_RUN.finditer(query):
-        words.extend(_QUERY_WORD.findall(query[pos : match.start()]))
-        run = match.group(0)
-        words.extend(w for w in cjk_words(run) if _QUERY_WORD.fullmatch(w))
-        if len(run) >= 2:
-            grams.extend(cjk_bigrams(run))
-        pos = match.end()
-    words.extend(_QUERY_WORD.findall(query[pos:]))
-    lowered = [w.lower() for w in words]
-    content = [w for w in lowered if w not in _STOPWORDS]
-    return QueryTerms(words=_unique(content or lowered), grams=_unique(grams))
+    """Distinct terms of a query; stopwords are dropped unless nothing else would be left."""
+    words, grams = _split(query, drop_stopwords=True)
+    if not words and not grams:
+        words, grams = _split(query, drop_stopwords=False)
+    # A single CJK character has no bigram of its own; it is looked up as a word only.
+    return QueryTerms(_unique(words), _unique([g for g in grams if len(g) == 2]))
 
 
 def fts_or(terms: tuple[str, ...]) -> str:

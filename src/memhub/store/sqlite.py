@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
@@ -12,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memhub.ids import audit_id
-from memhub.retrieval.tokenize import QueryTerms, fts_or, index_text
+from memhub.retrieval.tokenize import QueryTerms, index_text
 from memhub.scope import MemoryScope, ProfileScope
 from memhub.store.base import MemoryStore
 from memhub.store.records import (
@@ -26,33 +25,18 @@ from memhub.store.records import (
     NewAtomic,
     NewMessage,
 )
+from memhub.store.sqlite_fts import FtsIndex, owner_prefix, qualify, rank_to_score
 from memhub.store.sqlite_schema import MIGRATIONS
 from memhub.timeutil import now_ms
 
 DB_FILENAME = "memhub.db"
 
-# bm25 column weights: the scope column only filters, the bigram column backs up the words.
-_BM25 = "bm25({table}, 0.0, 1.0, 0.5)"
+_MESSAGES_FTS = FtsIndex(fts="l0_fts", vocab="l0_vocab", content="l0_messages", text_column="content")
+_ATOMIC_FTS = FtsIndex(fts="l1_fts", vocab="l1_vocab", content="l1_atomic", text_column="content")
 
 
 def _json_or_none(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _rank_to_score(rank: float) -> float:
-    # FTS5 bm25() is negative, better matches more negative; map to (0, 1), higher is better.
-    r = max(-rank, 0.0)
-    return r / (1.0 + r)
-
-
-def _match_expr(scope_tokens: Sequence[str], terms: QueryTerms) -> str:
-    parts = []
-    if terms.words:
-        parts.append(f"words : ({fts_or(terms.words)})")
-    if terms.grams:
-        parts.append(f"grams : ({fts_or(terms.grams)})")
-    owner = " AND ".join(f'scope : "{t}"' for t in scope_tokens)
-    return f"{owner} AND ({' OR '.join(parts)})"
 
 
 class SQLiteStore(MemoryStore):
@@ -156,8 +140,8 @@ class SQLiteStore(MemoryStore):
         request_hash: str | None = None,
     ) -> tuple[list[str], str | None]:
         key = scope.key
-        scope_tokens = f"{key} {scope.session_key(session_id)}"
-        indexed = [index_text(m.content) for m in messages]  # segment outside the write lock
+        prefix = owner_prefix(key)
+        indexed = [qualify(prefix, index_text(m.content)) for m in messages]  # segment outside the lock
         with self._write() as con:
             if idempotency_key is not None:
                 row = con.execute(
@@ -187,10 +171,7 @@ class SQLiteStore(MemoryStore):
                         message.message_ms,
                     ),
                 )
-                con.execute(
-                    "INSERT INTO l0_fts (rowid, scope, words, grams) VALUES (?, ?, ?, ?)",
-                    (cur.lastrowid, scope_tokens, text.words, text.grams),
-                )
+                con.execute("INSERT INTO l0_fts (rowid, words, grams) VALUES (?, ?, ?)", (cur.lastrowid, *text))
             ids = [m.id for m in messages]
             if idempotency_key is not None:
                 con.execute(
@@ -252,21 +233,11 @@ class SQLiteStore(MemoryStore):
     def search_messages(
         self, scope: MemoryScope, terms: QueryTerms, flt: MessageFilter, limit: int
     ) -> list[tuple[MessageRecord, float]]:
-        if terms.empty:
-            return []
-        owner = [scope.key] if flt.session_id is None else [scope.key, scope.session_key(flt.session_id)]
-        where, params = self._message_where(scope, flt, alias="m")
-        rank = _BM25.format(table="l0_fts")
-        rows = (
-            self._reader()
-            .execute(
-                f"SELECT m.*, {rank} AS rank_ FROM l0_fts JOIN l0_messages m ON m.rowid = l0_fts.rowid "
-                f"WHERE l0_fts MATCH ? AND {where} ORDER BY rank_ LIMIT ?",
-                [_match_expr(owner, terms), *params, limit],
-            )
-            .fetchall()
+        where, params = self._message_where(scope, flt, alias="c")
+        hits = _MESSAGES_FTS.search(
+            self._reader(), scope.key, terms, where, params, limit, narrowed=flt != MessageFilter()
         )
-        return [(self._message(r), _rank_to_score(r["rank_"])) for r in rows]
+        return [(self._message(row), rank_to_score(rank)) for row, rank in hits]
 
     def delete_messages(self, scope: MemoryScope, message_ids: Sequence[str], session_ids: Sequence[str]) -> int:
         key = scope.key
@@ -318,18 +289,10 @@ class SQLiteStore(MemoryStore):
             metadata=json.loads(row["metadata_json"]) if row["metadata_json"] else None,
         )
 
-    @staticmethod
-    def _type_token(key: str, type_: str) -> str:
-        return "t" + hashlib.blake2b(f"{key}\x1f{type_}".encode(), digest_size=10).hexdigest()
-
-    @classmethod
-    def _atomic_fts_scope(cls, key: str, type_: str) -> str:
-        # The type rides along as a token so a type-filtered search stays inside the index.
-        return f"{key} {cls._type_token(key, type_)}"
-
     def add_atomic(self, scope: MemoryScope, records: Sequence[NewAtomic]) -> list[AtomicRecord]:
         key = scope.key
-        indexed = [index_text(r.content) for r in records]
+        prefix = owner_prefix(key)
+        indexed = [qualify(prefix, index_text(r.content)) for r in records]
         with self._write() as con:
             for rec, text in zip(records, indexed, strict=True):
                 cur = con.execute(
@@ -355,10 +318,7 @@ class SQLiteStore(MemoryStore):
                         rec.created_ms,
                     ),
                 )
-                con.execute(
-                    "INSERT INTO l1_fts (rowid, scope, words, grams) VALUES (?, ?, ?, ?)",
-                    (cur.lastrowid, self._atomic_fts_scope(key, rec.type), text.words, text.grams),
-                )
+                con.execute("INSERT INTO l1_fts (rowid, words, grams) VALUES (?, ?, ?)", (cur.lastrowid, *text))
             marks = ",".join("?" * len(records))
             rows = con.execute(
                 f"SELECT * FROM l1_atomic WHERE id IN ({marks}) ORDER BY rowid", [r.id for r in records]
@@ -382,7 +342,7 @@ class SQLiteStore(MemoryStore):
         now_ms: int,
         audit: AuditContext,
     ) -> AtomicRecord | None:
-        text = index_text(content)
+        plain = index_text(content)
         with self._write() as con:
             row = con.execute(
                 "SELECT rowid, * FROM l1_atomic WHERE service_id = ? AND id = ?", (service_id, atomic_id)
@@ -397,8 +357,8 @@ class SQLiteStore(MemoryStore):
             )
             con.execute("DELETE FROM l1_fts WHERE rowid = ?", (row["rowid"],))
             con.execute(
-                "INSERT INTO l1_fts (rowid, scope, words, grams) VALUES (?, ?, ?, ?)",
-                (row["rowid"], self._atomic_fts_scope(row["scope_key"], row["type"]), text.words, text.grams),
+                "INSERT INTO l1_fts (rowid, words, grams) VALUES (?, ?, ?)",
+                (row["rowid"], *qualify(owner_prefix(row["scope_key"]), plain)),
             )
             self._audit(con, service_id, atomic_id, "L1", "update", row["version"] + 1, now_ms, audit)
             updated = con.execute("SELECT * FROM l1_atomic WHERE rowid = ?", (row["rowid"],)).fetchone()
@@ -439,23 +399,11 @@ class SQLiteStore(MemoryStore):
     def search_atomic(
         self, scope: MemoryScope, terms: QueryTerms, flt: AtomicFilter, limit: int
     ) -> list[tuple[AtomicRecord, float]]:
-        if terms.empty:
-            return []
-        owner = [scope.key]
-        if flt.type is not None:
-            owner.append(self._type_token(scope.key, flt.type))
-        where, params = self._atomic_where(scope, flt, alias="a")
-        rank = _BM25.format(table="l1_fts")
-        rows = (
-            self._reader()
-            .execute(
-                f"SELECT a.*, {rank} AS rank_ FROM l1_fts JOIN l1_atomic a ON a.rowid = l1_fts.rowid "
-                f"WHERE l1_fts MATCH ? AND {where} ORDER BY rank_ LIMIT ?",
-                [_match_expr(owner, terms), *params, limit],
-            )
-            .fetchall()
+        where, params = self._atomic_where(scope, flt, alias="c")
+        hits = _ATOMIC_FTS.search(
+            self._reader(), scope.key, terms, where, params, limit, narrowed=flt != AtomicFilter()
         )
-        return [(self._atomic(r), _rank_to_score(r["rank_"])) for r in rows]
+        return [(self._atomic(row), rank_to_score(rank)) for row, rank in hits]
 
     def delete_atomic(self, scope: MemoryScope, ids: Sequence[str], audit: AuditContext) -> list[AtomicRecord]:
         deleted: list[AtomicRecord] = []

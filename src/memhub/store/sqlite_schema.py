@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-# Full-text tables hold the scope key (and session key) as tokens in their own column, so every
-# search is filtered by owner inside the index, never as a global top-k followed by a filter.
+# Terms are produced by memhub.retrieval.tokenize (stemmed, CJK-segmented), so the FTS tokenizer
+# only splits on spaces; the fts5vocab tables expose each term's document frequency.
+# Every indexed term carries its owner's prefix (see sqlite_fts.py), so every search reads only
+# its scope's postings: filtered inside the index, never a global top-k followed by a filter.
 MIGRATIONS: list[str] = [
     """
     CREATE TABLE instance_settings (
@@ -30,9 +32,8 @@ MIGRATIONS: list[str] = [
     CREATE INDEX l0_by_scope_time ON l0_messages (scope_key, recorded_ms, rowid);
     CREATE INDEX l0_by_scope_session_time ON l0_messages (scope_key, session_id, recorded_ms, rowid);
 
-    CREATE VIRTUAL TABLE l0_fts USING fts5(
-        scope, words, grams, tokenize = 'porter unicode61 remove_diacritics 2'
-    );
+    CREATE VIRTUAL TABLE l0_fts USING fts5(words, grams, tokenize = 'unicode61 remove_diacritics 0');
+    CREATE VIRTUAL TABLE l0_vocab USING fts5vocab(l0_fts, 'col');
 
     CREATE TABLE l0_idempotency (
         scope_key    TEXT NOT NULL,
@@ -67,9 +68,8 @@ MIGRATIONS: list[str] = [
     CREATE INDEX l1_by_scope_type_updated ON l1_atomic (scope_key, type, updated_ms, rowid);
     CREATE INDEX l1_by_service_id ON l1_atomic (service_id, id);
 
-    CREATE VIRTUAL TABLE l1_fts USING fts5(
-        scope, words, grams, tokenize = 'porter unicode61 remove_diacritics 2'
-    );
+    CREATE VIRTUAL TABLE l1_fts USING fts5(words, grams, tokenize = 'unicode61 remove_diacritics 0');
+    CREATE VIRTUAL TABLE l1_vocab USING fts5vocab(l1_fts, 'col');
 
     CREATE TABLE profile_documents (
         scope_key   TEXT NOT NULL,
