@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from memhub.gateway_key import GatewayKey, ensure_gateway_key
+from memhub.retrieval.tokenize import warm_up
 from memhub.settings import Settings
 from memhub.store.sqlite import SQLiteStore
 
@@ -95,6 +96,7 @@ def serve(
         if setup.created_key:
             _announce_key(setup.created_key, settings.data_dir)
     sys.stdout.flush()
+    warm_up()
     api = create_app(settings, store, key)
     try:
         uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False)

@@ -2,7 +2,9 @@
 
 The service id is the tenant; nothing of one service id is ever visible to another.
 L0/L1 records belong to (team, user, agent, task) and span sessions; L2/L3 belong to
-(team, agent). Missing ids fall into the `"default"` bucket (task: the empty bucket).
+(team, agent). Missing ids fall into the `"default"` bucket (task: the empty bucket), except that
+a profile without a team belongs to the user, as in the original (`team:{team||user||default}`):
+users of one agent who send no team never share a persona.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class Isolation:
     agent_id: str = DEFAULT_ID
     task_id: str = ""
     session_id: str | None = None
+    profile_team_id: str | None = None  # team of the L2/L3 profile; None means team_id
 
     @property
     def memory(self) -> MemoryScope:
@@ -38,7 +41,7 @@ class Isolation:
     @property
     def profile(self) -> ProfileScope:
         """L2/L3 scope: (service, team, agent)."""
-        return ProfileScope(self.service_id, self.team_id, self.agent_id)
+        return ProfileScope(self.service_id, self.profile_team_id or self.team_id, self.agent_id)
 
 
 @dataclass(frozen=True, slots=True)

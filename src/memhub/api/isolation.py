@@ -38,4 +38,5 @@ def resolve_isolation(service_id: str, body: Body, request: Request, *, strict: 
         agent_id=picked["agent_id"] or DEFAULT_ID,
         task_id=picked["task_id"] or "",
         session_id=picked["session_id"],
+        profile_team_id=picked["team_id"] or picked["user_id"] or DEFAULT_ID,
     )

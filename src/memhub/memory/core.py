@@ -49,7 +49,7 @@ class CoreService:
         stamp = now_ms()
         doc = DocumentRecord(
             service_id=iso.service_id,
-            team_id=iso.team_id,
+            team_id=iso.profile.team_id,
             agent_id=iso.agent_id,
             kind="core",
             path=PERSONA_PATH,

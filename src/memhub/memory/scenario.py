@@ -104,7 +104,7 @@ class ScenarioService:
         version = 0 if existing is None else existing.version + (digest != existing.content_md5)
         return DocumentRecord(
             service_id=iso.service_id,
-            team_id=iso.team_id,
+            team_id=iso.profile.team_id,
             agent_id=iso.agent_id,
             kind="scene",
             path=path,

@@ -114,6 +114,11 @@ def _segmenter() -> Callable[[str], list[str]]:
         return lambda text: list(jieba.cut_for_search(text))
 
 
+def warm_up() -> None:
+    """Load the segmenter's dictionary now, so the first request does not pay for it."""
+    _segmenter()("预热词典")
+
+
 def has_cjk(text: str) -> bool:
     """True when the text contains at least one CJK ideograph."""
     return _CJK_RUN.search(text) is not None

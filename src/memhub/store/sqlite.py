@@ -50,11 +50,14 @@ class SQLiteStore(MemoryStore):
         self._write_lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
+        self._closed = False
         self._writer = self._connect()
         self._migrate()
 
     # -- connections ---------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
+        if self._closed:
+            raise sqlite3.ProgrammingError("the store is closed")
         con = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         con.row_factory = sqlite3.Row
         con.execute("PRAGMA journal_mode=WAL")
@@ -108,6 +111,7 @@ class SQLiteStore(MemoryStore):
 
     def close(self) -> None:
         with self._connections_lock:
+            self._closed = True
             for con in self._connections:
                 con.close()
             self._connections.clear()
