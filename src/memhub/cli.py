@@ -97,11 +97,8 @@ def serve(
             _announce_key(setup.created_key, settings.data_dir)
     sys.stdout.flush()
     warm_up()
-    api = create_app(settings, store, key)
-    try:
-        uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False)
-    finally:
-        store.close()
+    api = create_app(settings, store, key)  # closes the store on shutdown
+    uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False)
 
 
 if __name__ == "__main__":  # pragma: no cover

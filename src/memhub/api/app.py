@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
@@ -31,8 +33,18 @@ DATA_ROUTES: list[DataRoute] = [*conversation.ROUTES, *atomic.ROUTES, *profile.R
 
 
 def create_app(settings: Settings, store: MemoryStore, gateway_key: GatewayKey | None) -> FastAPI:
-    """The gateway app. `gateway_key=None` disables layer-1 auth (only with --insecure-no-auth)."""
-    app = FastAPI(title="memhub", version=__version__, docs_url="/docs", redoc_url=None)
+    """The gateway app. `gateway_key=None` disables layer-1 auth (only with --insecure-no-auth).
+
+    The app owns the store from here on and closes it on shutdown (uvicorn re-raises SIGTERM after
+    its own shutdown, so a caller's `finally` would never run).
+    """
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        store.close()
+
+    app = FastAPI(title="memhub", version=__version__, docs_url="/docs", redoc_url=None, lifespan=lifespan)
     auth = Authenticator(gateway_key)
     memory = MemoryServices.over(store)
     started = time.monotonic()

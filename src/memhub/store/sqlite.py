@@ -31,8 +31,8 @@ from memhub.timeutil import now_ms
 
 DB_FILENAME = "memhub.db"
 
-_MESSAGES_FTS = FtsIndex(fts="l0_fts", vocab="l0_vocab", content="l0_messages", text_column="content")
-_ATOMIC_FTS = FtsIndex(fts="l1_fts", vocab="l1_vocab", content="l1_atomic", text_column="content")
+_MESSAGES_FTS = FtsIndex(fts="l0_fts", vocab="l0_vocab", content="l0_messages")
+_ATOMIC_FTS = FtsIndex(fts="l1_fts", vocab="l1_vocab", content="l1_atomic")
 
 
 def _json_or_none(value: Any) -> str | None:

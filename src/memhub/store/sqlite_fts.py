@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memhub.retrieval.tokenize import IndexText, QueryTerms, fts_or, index_text
+from memhub.retrieval.tokenize import IndexText, QueryTerms, fts_or
 
 POSTING_BUDGET = 4_000
 RESCORE_FACTOR = 8
@@ -64,20 +64,15 @@ class FtsIndex:
     fts: str
     vocab: str
     content: str
-    text_column: str
 
     def _document_frequencies(
         self, con: sqlite3.Connection, prefix: str, terms: QueryTerms
     ) -> dict[tuple[str, str], int]:
-        wanted = [("words", t) for t in terms.words] + [("grams", t) for t in terms.grams]
-        found: dict[tuple[str, str], int] = {}
-        for col, term in wanted:
-            row = con.execute(
-                f"SELECT doc FROM {self.vocab} WHERE term = ? AND col = ?", (prefix + term, col)
-            ).fetchone()
-            if row is not None:
-                found[(col, term)] = row[0]
-        return found
+        wanted = {("words", prefix + t): t for t in terms.words} | {("grams", prefix + t): t for t in terms.grams}
+        qualified = sorted({term for _, term in wanted})
+        marks = ",".join("?" * len(qualified))
+        rows = con.execute(f"SELECT term, col, doc FROM {self.vocab} WHERE term IN ({marks})", qualified)
+        return {(col, wanted[(col, term)]): doc for term, col, doc in rows if (col, term) in wanted}
 
     def _plan(
         self, con: sqlite3.Connection, prefix: str, terms: QueryTerms
@@ -106,18 +101,34 @@ class FtsIndex:
             parts.append(f"grams : ({fts_or(tuple(prefix + t for t in terms.grams))})")
         return " OR ".join(parts)
 
-    @staticmethod
-    def _left_out_score(text: str, left_out: dict[tuple[str, str], int], total_docs: int) -> float:
-        """BM25 contribution of the left-out terms to one document, at average document length."""
-        indexed = index_text(text)
-        tf = {"words": Counter(indexed.words.split()), "grams": Counter(indexed.grams.split())}
-        score = 0.0
-        for (col, term), df in left_out.items():
-            count = tf[col][term]
-            if count:
-                idf = max(math.log((total_docs - df + 0.5) / (df + 0.5)), 1e-6)
-                score += _COLUMN_WEIGHTS[col] * idf * count * (_K1 + 1) / (count + _K1)
-        return score
+    def _left_out_scores(
+        self,
+        con: sqlite3.Connection,
+        rowids: Sequence[int],
+        prefix: str,
+        left_out: dict[tuple[str, str], int],
+        total_docs: int,
+    ) -> dict[int, float]:
+        """BM25 contribution of the left-out terms to each candidate, at average document length.
+
+        Term frequencies come from the terms already stored in the index, not a second tokenizing.
+        """
+        marks = ",".join("?" * len(rowids))
+        stored = con.execute(f"SELECT rowid, words, grams FROM {self.fts} WHERE rowid IN ({marks})", list(rowids))
+        weights = {
+            (col, prefix + term): _COLUMN_WEIGHTS[col] * max(math.log((total_docs - df + 0.5) / (df + 0.5)), 1e-6)
+            for (col, term), df in left_out.items()
+        }
+        scores: dict[int, float] = {}
+        for rowid, words, grams in stored:
+            tf = {"words": Counter(words.split()), "grams": Counter(grams.split())}
+            score = 0.0
+            for (col, term), weight in weights.items():
+                count = tf[col][term]
+                if count:
+                    score += weight * count * (_K1 + 1) / (count + _K1)
+            scores[rowid] = score
+        return scores
 
     def _newest_postings_floor(self, con: sqlite3.Connection, expression: str) -> int:
         row = con.execute(
@@ -173,6 +184,7 @@ class FtsIndex:
         # FTS5's idf uses the table's row count; the largest rowid stands in for it (same magnitude).
         largest_df = max(left_out.values())
         total_docs = max(con.execute(f"SELECT max(rowid) FROM {self.content}").fetchone()[0] or 1, largest_df)
-        rescored = [(r, r["rank_"] - self._left_out_score(r[self.text_column], left_out, total_docs)) for r in rows]
+        extra = self._left_out_scores(con, [r["rowid"] for r in rows], prefix, left_out, total_docs)
+        rescored = [(r, r["rank_"] - extra.get(r["rowid"], 0.0)) for r in rows]
         rescored.sort(key=lambda item: item[1])
         return rescored[:limit]

@@ -1,0 +1,59 @@
+"""Rarest-first term pruning keeps rankings honest while bounding the postings ranked per query."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memhub.ids import message_id
+from memhub.retrieval.tokenize import query_terms
+from memhub.scope import MemoryScope
+from memhub.store import MessageFilter, NewMessage, sqlite_fts
+from memhub.store.sqlite import SQLiteStore
+
+SCOPE = MemoryScope("svc", "team", "user", "agent", "")
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SQLiteStore]:
+    monkeypatch.setattr(sqlite_fts, "POSTING_BUDGET", 10)
+    s = SQLiteStore(tmp_path)
+    yield s
+    s.close()
+
+
+def _add(store: SQLiteStore, texts: list[str]) -> list[str]:
+    messages = [NewMessage(message_id(), "user", t, 1_000 + i, 1_000 + i) for i, t in enumerate(texts)]
+    return store.add_messages(SCOPE, "s", messages)[0]
+
+
+def test_document_with_every_term_ranks_first_although_common_terms_were_pruned(store: SQLiteStore) -> None:
+    # "coffee" is in 40 documents (over the budget of 10) and would be left out of the MATCH;
+    # the one document that also has it must still beat documents with only the rare term.
+    _add(store, [f"coffee note {i}" for i in range(40)])
+    rare_only = _add(store, ["zanzibar trip planning", "zanzibar flights booked"])
+    both = _add(store, ["zanzibar coffee tasting"])
+    hits = store.search_messages(SCOPE, query_terms("zanzibar coffee"), MessageFilter(), 3)
+    assert hits[0][0].id == both[0]
+    assert {m.id for m, _ in hits[1:]} == set(rare_only)
+    assert hits[0][1] > hits[1][1]
+
+
+def test_a_query_of_only_very_common_terms_ranks_the_newest_postings(store: SQLiteStore) -> None:
+    old = _add(store, ["meeting meeting meeting agenda"] + [f"meeting {i}" for i in range(30)])
+    newest = _add(store, [f"meeting minutes {i}" for i in range(10)])
+    hits = store.search_messages(SCOPE, query_terms("meeting"), MessageFilter(), 5)
+    assert len(hits) == 5
+    # Only the newest 10 postings were ranked, so the old triple-"meeting" message cannot win.
+    assert {m.id for m, _ in hits} <= set(newest)
+    assert old[0] not in {m.id for m, _ in hits}
+
+
+def test_filters_still_apply_before_the_limit_when_terms_are_pruned(store: SQLiteStore) -> None:
+    _add(store, [f"budget line {i}" for i in range(40)])
+    late = [NewMessage(message_id(), "user", "budget zebra review", 90_000, 90_000)]
+    store.add_messages(SCOPE, "late", late)
+    hits = store.search_messages(SCOPE, query_terms("budget zebra"), MessageFilter(session_id="late"), 5)
+    assert [m.id for m, _ in hits] == [late[0].id]
