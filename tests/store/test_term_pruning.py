@@ -57,3 +57,25 @@ def test_filters_still_apply_before_the_limit_when_terms_are_pruned(store: SQLit
     store.add_messages(SCOPE, "late", late)
     hits = store.search_messages(SCOPE, query_terms("budget zebra"), MessageFilter(session_id="late"), 5)
     assert [m.id for m, _ in hits] == [late[0].id]
+
+
+def test_bounded_scores_equal_fts5_bm25(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Candidates scored in Python get exactly the score FTS5's bm25() gives on the unbounded path."""
+    texts = [f"beta filler {i} words here" for i in range(25)]
+    texts += ["alpha beta beta gamma", "alpha only here", "alpha beta", "gamma 数据库 alpha", "数据库 迁移 计划"]
+    _add(store, texts)
+    for query in ("alpha beta", "alpha gamma beta", "数据库 alpha"):
+        bounded = store.search_messages(SCOPE, query_terms(query), MessageFilter(), 3)
+        monkeypatch.setattr(sqlite_fts, "POSTING_BUDGET", 10**9)
+        exact = dict(
+            (m.id, score) for m, score in store.search_messages(SCOPE, query_terms(query), MessageFilter(), 30)
+        )
+        monkeypatch.setattr(sqlite_fts, "POSTING_BUDGET", 10)
+        assert bounded and bounded[0][0].id == max(exact, key=exact.__getitem__), query
+        # A document matching only left-out (common) terms may be missing, but never mis-scored.
+        for message, score in bounded:
+            assert score == pytest.approx(exact[message.id], rel=1e-9), query
+
+
+def test_varint_decoding_matches_sqlite_format() -> None:
+    assert sqlite_fts._varints(bytes([0x03, 0x81, 0x00, 0x7F])) == [3, 128, 127]

@@ -1,4 +1,4 @@
-"""BM25 search over FTS5 with owner-qualified terms and term pruning.
+"""BM25 search over FTS5 with owner-qualified terms and bounded work per query.
 
 Filtering inside the index: every indexed term is prefixed with a short key of its owner's scope
 (`x<12 hex>hike`), so each scope has posting lists of its own. A search reads only its scope's
@@ -6,16 +6,19 @@ postings — no global top-k followed by a filter, and no AND with a scope-wide 
 cost ~4 ms at 100k documents). The exact scope is still checked on the joined row, so a prefix
 collision can never leak a record. Term statistics (df, hence idf) are per scope as a bonus.
 
-Term pruning: FTS5 computes bm25() for every document that matches, so a query term found in a
-large share of a scope costs time in proportion to that share while adding little to the ranking
-(its IDF is low). Terms are taken rarest first while the postings they bring stay under a budget
-(the rarest is always taken). When terms were left out, a wider set of candidates is fetched and
-the left-out terms are scored on those candidates in Python with the same BM25 formula (at average
-length), so a document holding every query term still ranks first. Re-running a MATCH per
-candidate rowid inside FTS5 costs about a millisecond each, hence Python. When even the rarest
-term is over the budget (a query of only very common words), ranking is bounded to that term's
-newest postings: FTS5 walks postings in rowid order cheaply without ranking, and a rowid floor
-then limits the ranked set, so latency stays flat however large the scope grows.
+Bounded work: FTS5 computes bm25() for every matching document, so a term found in a large share
+of a scope costs time in proportion to that share while adding little to the ranking (low IDF).
+When the postings of all query terms exceed a budget, the search gathers candidates cheaply
+instead of ranking everything:
+
+1. the best documents by the rarest terms that fit in the budget (ranked by FTS5),
+2. the newest documents that contain every query term (an AND walked in rowid order, no ranking),
+
+and scores the candidates in Python with exactly FTS5's bm25 (same N, average length, idf and
+column weights), so scores agree with the unbounded path and a document holding every query term
+is never lost behind the cut. If even the rarest term is over the budget, source 1 ranks only that
+term's newest postings (FTS5 walks postings in rowid order cheaply; a rowid floor then bounds the
+ranked set), so latency stays flat however large a scope grows.
 """
 
 from __future__ import annotations
@@ -31,11 +34,14 @@ from typing import Any
 from memhub.retrieval.tokenize import IndexText, QueryTerms, fts_or
 
 POSTING_BUDGET = 4_000
-RESCORE_FACTOR = 8
-MIN_RESCORE = 64
+CANDIDATE_FACTOR = 8
+MIN_CANDIDATES = 64
+_COLUMNS = ("words", "grams")
 _COLUMN_WEIGHTS = {"words": 1.0, "grams": 0.5}  # bigrams back up the words
-_WEIGHTS = "1.0, 0.5"
-_K1 = 1.2  # FTS5's bm25() constant
+_WEIGHTS = ", ".join(str(_COLUMN_WEIGHTS[c]) for c in _COLUMNS)
+_K1, _B = 1.2, 0.75  # FTS5's bm25() constants
+
+Term = tuple[str, str]  # (column, unqualified term)
 
 
 def owner_prefix(scope_key: str) -> str:
@@ -57,6 +63,25 @@ def rank_to_score(rank: float) -> float:
     return r / (1.0 + r)
 
 
+def _varints(blob: bytes) -> list[int]:
+    """Decode SQLite varints (big-endian 7-bit groups; a 9th byte carries 8 bits)."""
+    values: list[int] = []
+    i = 0
+    while i < len(blob):
+        value = 0
+        for n in range(9):
+            byte = blob[i]
+            i += 1
+            if n == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        values.append(value)
+    return values
+
+
 @dataclass(frozen=True, slots=True)
 class FtsIndex:
     """One FTS5 table (words, grams) whose rowids are the rowids of a content table."""
@@ -65,78 +90,36 @@ class FtsIndex:
     vocab: str
     content: str
 
-    def _document_frequencies(
-        self, con: sqlite3.Connection, prefix: str, terms: QueryTerms
-    ) -> dict[tuple[str, str], int]:
+    # -- statistics ------------------------------------------------------------------------
+    def _document_frequencies(self, con: sqlite3.Connection, prefix: str, terms: QueryTerms) -> dict[Term, int]:
         wanted = {("words", prefix + t): t for t in terms.words} | {("grams", prefix + t): t for t in terms.grams}
         qualified = sorted({term for _, term in wanted})
         marks = ",".join("?" * len(qualified))
         rows = con.execute(f"SELECT term, col, doc FROM {self.vocab} WHERE term IN ({marks})", qualified)
         return {(col, wanted[(col, term)]): doc for term, col, doc in rows if (col, term) in wanted}
 
-    def _plan(
-        self, con: sqlite3.Connection, prefix: str, terms: QueryTerms
-    ) -> tuple[QueryTerms, dict[tuple[str, str], int], int]:
-        """Terms to match on (rarest first, within budget), the left-out terms with their df, and
-        the df of the rarest term (0 when no term occurs)."""
-        present = sorted(self._document_frequencies(con, prefix, terms).items(), key=lambda item: item[1])
-        kept: list[tuple[str, str]] = []
-        spent = 0
-        for key, count in present:
-            if kept and spent + count > POSTING_BUDGET:
-                break
-            kept.append(key)
-            spent += count
-        left_out = dict(present[len(kept) :])
-        words = tuple(t for c, t in kept if c == "words")
-        grams = tuple(t for c, t in kept if c == "grams")
-        return QueryTerms(words, grams), left_out, (present[0][1] if present else 0)
+    def _totals(self, con: sqlite3.Connection) -> tuple[int, float]:
+        """Row count and average row length in tokens, from FTS5's own averages record."""
+        row = con.execute(f"SELECT block FROM {self.fts}_data WHERE id = 1").fetchone()
+        values = _varints(bytes(row[0])) if row and row[0] else []
+        n_rows = values[0] if values else 0
+        return n_rows, (sum(values[1:]) / n_rows if n_rows else 0.0)
 
+    # -- expressions -------------------------------------------------------------------------
     @staticmethod
-    def _expression(prefix: str, terms: QueryTerms) -> str:
+    def _any_of(prefix: str, terms: Sequence[Term]) -> str:
         parts = []
-        if terms.words:
-            parts.append(f"words : ({fts_or(tuple(prefix + t for t in terms.words))})")
-        if terms.grams:
-            parts.append(f"grams : ({fts_or(tuple(prefix + t for t in terms.grams))})")
+        for col in _COLUMNS:
+            mine = tuple(prefix + t for c, t in terms if c == col)
+            if mine:
+                parts.append(f"{col} : ({fts_or(mine)})")
         return " OR ".join(parts)
 
-    def _left_out_scores(
-        self,
-        con: sqlite3.Connection,
-        rowids: Sequence[int],
-        prefix: str,
-        left_out: dict[tuple[str, str], int],
-        total_docs: int,
-    ) -> dict[int, float]:
-        """BM25 contribution of the left-out terms to each candidate, at average document length.
+    @staticmethod
+    def _all_of(prefix: str, terms: Sequence[Term]) -> str:
+        return " AND ".join(f'{col} : "{prefix}{t}"' for col, t in terms)
 
-        Term frequencies come from the terms already stored in the index, not a second tokenizing.
-        """
-        marks = ",".join("?" * len(rowids))
-        stored = con.execute(f"SELECT rowid, words, grams FROM {self.fts} WHERE rowid IN ({marks})", list(rowids))
-        weights = {
-            (col, prefix + term): _COLUMN_WEIGHTS[col] * max(math.log((total_docs - df + 0.5) / (df + 0.5)), 1e-6)
-            for (col, term), df in left_out.items()
-        }
-        scores: dict[int, float] = {}
-        for rowid, words, grams in stored:
-            tf = {"words": Counter(words.split()), "grams": Counter(grams.split())}
-            score = 0.0
-            for (col, term), weight in weights.items():
-                count = tf[col][term]
-                if count:
-                    score += weight * count * (_K1 + 1) / (count + _K1)
-            scores[rowid] = score
-        return scores
-
-    def _newest_postings_floor(self, con: sqlite3.Connection, expression: str) -> int:
-        row = con.execute(
-            f"SELECT rowid FROM {self.fts} WHERE {self.fts} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-            (expression, POSTING_BUDGET - 1),
-        ).fetchone()
-        return 0 if row is None else row[0]
-
+    # -- search ------------------------------------------------------------------------------
     def search(
         self,
         con: sqlite3.Connection,
@@ -155,12 +138,25 @@ class FtsIndex:
         if terms.empty:
             return []
         prefix = owner_prefix(scope_key)
-        plan, left_out, rarest_df = self._plan(con, prefix, terms)
-        if plan.empty:  # no query term occurs in this scope
+        df = self._document_frequencies(con, prefix, terms)
+        present = sorted(df, key=df.__getitem__)  # rarest first; absent terms cannot match
+        if not present:
             return []
-        fetch = max(limit * RESCORE_FACTOR, MIN_RESCORE) if left_out else limit
-        expression = self._expression(prefix, plan)
-        floor = self._newest_postings_floor(con, expression) if rarest_df > POSTING_BUDGET else 0
+        if sum(df.values()) <= POSTING_BUDGET:
+            return self._ranked(con, self._any_of(prefix, present), 0, where, params, limit, narrowed)
+        return self._bounded(con, prefix, present, df, where, params, limit, narrowed)
+
+    def _ranked(
+        self,
+        con: sqlite3.Connection,
+        expression: str,
+        floor: int,
+        where: str,
+        params: Sequence[Any],
+        limit: int,
+        narrowed: bool,
+    ) -> list[tuple[sqlite3.Row, float]]:
+        """FTS5 ranks every match (above a rowid floor) and the best rows are joined."""
         if narrowed:
             # Session/time/type filters must apply before the top-k, so rank the joined rows.
             sql = (
@@ -168,7 +164,7 @@ class FtsIndex:
                 f"JOIN {self.content} c ON c.rowid = {self.fts}.rowid "
                 f"WHERE {self.fts} MATCH ? AND {self.fts}.rowid >= ? AND {where} ORDER BY rank_ LIMIT ?"
             )
-            rows = con.execute(sql, [expression, floor, *params, fetch]).fetchall()
+            rows = con.execute(sql, [expression, floor, *params, limit]).fetchall()
         else:
             # The owner prefix already confines matches to the scope: rank inside FTS5 alone, then
             # join only the winners (joining first would drag every match's row through the sort).
@@ -178,13 +174,89 @@ class FtsIndex:
                 f"WHERE {self.fts} MATCH ? AND rowid >= ? ORDER BY rank_ LIMIT ?) f "
                 f"JOIN {self.content} c ON c.rowid = f.rowid WHERE {where} ORDER BY f.rank_"
             )
-            rows = con.execute(sql, [expression, floor, fetch, *params]).fetchall()
-        if not left_out:
-            return [(r, r["rank_"]) for r in rows]
-        # FTS5's idf uses the table's row count; the largest rowid stands in for it (same magnitude).
-        largest_df = max(left_out.values())
-        total_docs = max(con.execute(f"SELECT max(rowid) FROM {self.content}").fetchone()[0] or 1, largest_df)
-        extra = self._left_out_scores(con, [r["rowid"] for r in rows], prefix, left_out, total_docs)
-        rescored = [(r, r["rank_"] - extra.get(r["rowid"], 0.0)) for r in rows]
-        rescored.sort(key=lambda item: item[1])
-        return rescored[:limit]
+            rows = con.execute(sql, [expression, floor, limit, *params]).fetchall()
+        return [(r, r["rank_"]) for r in rows]
+
+    def _bounded(
+        self,
+        con: sqlite3.Connection,
+        prefix: str,
+        present: list[Term],
+        df: dict[Term, int],
+        where: str,
+        params: Sequence[Any],
+        limit: int,
+        narrowed: bool,
+    ) -> list[tuple[sqlite3.Row, float]]:
+        """Gather candidates within the budget, then score them exactly with every term."""
+        kept: list[Term] = []
+        spent = 0
+        for term in present:
+            if kept and spent + df[term] > POSTING_BUDGET:
+                break
+            kept.append(term)
+            spent += df[term]
+        fetch = max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
+        rare = self._any_of(prefix, kept)
+        floor = self._newest_floor(con, rare, where, params, narrowed) if spent > POSTING_BUDGET else 0
+        candidates = {r["rowid"] for r, _ in self._ranked(con, rare, floor, where, params, fetch, narrowed)}
+        if len(present) > 1:
+            candidates |= self._newest_with_all(con, self._all_of(prefix, present), where, params, fetch)
+        if not candidates:
+            return []
+        scores = self._bm25(con, prefix, sorted(candidates), present, df)
+        best = sorted(scores, key=scores.__getitem__)[:limit]
+        marks = ",".join("?" * len(best))
+        # NOT INDEXED: look the few winners up by rowid; the planner would otherwise walk the scope index.
+        sql = f"SELECT c.* FROM {self.content} AS c NOT INDEXED WHERE c.rowid IN ({marks}) AND {where}"
+        rows = con.execute(sql, [*best, *params])
+        ranked = [(r, scores[r["rowid"]]) for r in rows]
+        ranked.sort(key=lambda item: item[1])
+        return ranked
+
+    def _newest_floor(
+        self, con: sqlite3.Connection, expression: str, where: str, params: Sequence[Any], narrowed: bool
+    ) -> int:
+        """The rowid above which the expression's newest POSTING_BUDGET matches (passing the filters) lie."""
+        if narrowed:
+            sql = (
+                f"SELECT {self.fts}.rowid FROM {self.fts} JOIN {self.content} c ON c.rowid = {self.fts}.rowid "
+                f"WHERE {self.fts} MATCH ? AND {where} ORDER BY {self.fts}.rowid DESC LIMIT 1 OFFSET ?"
+            )
+            row = con.execute(sql, [expression, *params, POSTING_BUDGET - 1]).fetchone()
+        else:
+            sql = f"SELECT rowid FROM {self.fts} WHERE {self.fts} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
+            row = con.execute(sql, (expression, POSTING_BUDGET - 1)).fetchone()
+        return 0 if row is None else row[0]
+
+    def _newest_with_all(
+        self, con: sqlite3.Connection, expression: str, where: str, params: Sequence[Any], fetch: int
+    ) -> set[int]:
+        sql = (
+            f"SELECT {self.fts}.rowid FROM {self.fts} JOIN {self.content} c ON c.rowid = {self.fts}.rowid "
+            f"WHERE {self.fts} MATCH ? AND {where} ORDER BY {self.fts}.rowid DESC LIMIT ?"
+        )
+        return {r[0] for r in con.execute(sql, [expression, *params, fetch])}
+
+    def _bm25(
+        self, con: sqlite3.Connection, prefix: str, rowids: Sequence[int], terms: Sequence[Term], df: dict[Term, int]
+    ) -> dict[int, float]:
+        """FTS5's bm25() for the given rows, computed from the terms stored in the index."""
+        n_rows, avg_len = self._totals(con)
+        idf = {t: max(math.log((n_rows - df[t] + 0.5) / (df[t] + 0.5)), 1e-6) for t in terms}
+        marks = ",".join("?" * len(rowids))
+        scores: dict[int, float] = {}
+        for rowid, words, grams in con.execute(
+            f"SELECT rowid, words, grams FROM {self.fts} WHERE rowid IN ({marks})", list(rowids)
+        ):
+            columns = {"words": words.split(), "grams": grams.split()}
+            counts = {col: Counter(tokens) for col, tokens in columns.items()}
+            length = len(columns["words"]) + len(columns["grams"])
+            norm = _K1 * (1 - _B + _B * length / avg_len) if avg_len else _K1
+            score = 0.0
+            for col, term in terms:
+                freq = _COLUMN_WEIGHTS[col] * counts[col][prefix + term]
+                if freq:
+                    score += idf[(col, term)] * freq * (_K1 + 1) / (freq + norm)
+            scores[rowid] = -score
+        return scores
