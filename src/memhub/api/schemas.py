@@ -81,6 +81,12 @@ class TimeRange(Body):
     time_start: IsoInstant | None = None
     time_end: IsoInstant | None = None
 
+    def bounds_ms(self) -> tuple[int | None, int | None]:
+        """The window as epoch milliseconds (None where open)."""
+        start = parse_iso_ms(self.time_start) if self.time_start else None
+        end = parse_iso_ms(self.time_end) if self.time_end else None
+        return start, end
+
     @model_validator(mode="after")
     def _ordered(self) -> TimeRange:
         if self.time_start and self.time_end and parse_iso_ms(self.time_start) > parse_iso_ms(self.time_end):  # type: ignore[operator]

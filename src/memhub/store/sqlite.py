@@ -116,6 +116,23 @@ class SQLiteStore(MemoryStore):
                 con.close()
             self._connections.clear()
 
+    def _count(self, table: str, where: str, params: Sequence[Any]) -> int:
+        return self._reader().execute(f"SELECT COUNT(*) FROM {table} WHERE {where}", params).fetchone()[0]
+
+    def _page(
+        self, table: str, where: str, params: Sequence[Any], order_by: str, limit: int, offset: int
+    ) -> tuple[list[sqlite3.Row], int]:
+        """One page of rows and the total that matched, read in one snapshot."""
+        con = self._reader()
+        con.execute("BEGIN")  # count and page agree even while writers commit between them
+        try:
+            total = con.execute(f"SELECT COUNT(*) FROM {table} WHERE {where}", params).fetchone()[0]
+            sql = f"SELECT * FROM {table} WHERE {where} ORDER BY {order_by} LIMIT ? OFFSET ?"
+            rows = con.execute(sql, [*params, limit, offset]).fetchall()
+        finally:
+            con.execute("COMMIT")
+        return rows, total
+
     # -- settings ------------------------------------------------------------------------
     def get_setting(self, name: str) -> str | None:
         row = self._reader().execute("SELECT value FROM instance_settings WHERE name = ?", (name,)).fetchone()
@@ -222,17 +239,11 @@ class SQLiteStore(MemoryStore):
         self, scope: MemoryScope, flt: MessageFilter, limit: int, offset: int
     ) -> tuple[list[MessageRecord], int]:
         where, params = self._message_where(scope, flt)
-        con = self._reader()
-        total = con.execute(f"SELECT COUNT(*) FROM l0_messages WHERE {where}", params).fetchone()[0]
-        rows = con.execute(
-            f"SELECT * FROM l0_messages WHERE {where} ORDER BY recorded_ms, rowid LIMIT ? OFFSET ?",
-            [*params, limit, offset],
-        ).fetchall()
+        rows, total = self._page("l0_messages", where, params, "recorded_ms, rowid", limit, offset)
         return [self._message(r) for r in rows], total
 
     def count_messages(self, scope: MemoryScope, flt: MessageFilter) -> int:
-        where, params = self._message_where(scope, flt)
-        return self._reader().execute(f"SELECT COUNT(*) FROM l0_messages WHERE {where}", params).fetchone()[0]
+        return self._count("l0_messages", *self._message_where(scope, flt))
 
     def search_messages(
         self, scope: MemoryScope, terms: QueryTerms, flt: MessageFilter, limit: int
@@ -388,17 +399,11 @@ class SQLiteStore(MemoryStore):
         self, scope: MemoryScope, flt: AtomicFilter, limit: int, offset: int
     ) -> tuple[list[AtomicRecord], int]:
         where, params = self._atomic_where(scope, flt)
-        con = self._reader()
-        total = con.execute(f"SELECT COUNT(*) FROM l1_atomic WHERE {where}", params).fetchone()[0]
-        rows = con.execute(
-            f"SELECT * FROM l1_atomic WHERE {where} ORDER BY updated_ms DESC, rowid DESC LIMIT ? OFFSET ?",
-            [*params, limit, offset],
-        ).fetchall()
+        rows, total = self._page("l1_atomic", where, params, "updated_ms DESC, rowid DESC", limit, offset)
         return [self._atomic(r) for r in rows], total
 
     def count_atomic(self, scope: MemoryScope, flt: AtomicFilter) -> int:
-        where, params = self._atomic_where(scope, flt)
-        return self._reader().execute(f"SELECT COUNT(*) FROM l1_atomic WHERE {where}", params).fetchone()[0]
+        return self._count("l1_atomic", *self._atomic_where(scope, flt))
 
     def search_atomic(
         self, scope: MemoryScope, terms: QueryTerms, flt: AtomicFilter, limit: int

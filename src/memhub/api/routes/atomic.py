@@ -8,15 +8,12 @@ from memhub.api.dataplane import Call, DataRoute
 from memhub.api.schemas import AtomicAdd, AtomicCount, AtomicDelete, AtomicQuery, AtomicSearch, AtomicUpdate
 from memhub.memory.atomic import AtomicInput
 from memhub.store import AtomicFilter, AtomicRecord
-from memhub.timeutil import ms_to_iso, parse_iso_ms
+from memhub.timeutil import ms_to_iso
 
 
 def _filter(body: AtomicQuery | AtomicSearch | AtomicCount) -> AtomicFilter:
-    return AtomicFilter(
-        type=body.type,
-        time_start_ms=parse_iso_ms(body.time_start) if body.time_start else None,
-        time_end_ms=parse_iso_ms(body.time_end) if body.time_end else None,
-    )
+    start, end = body.bounds_ms()
+    return AtomicFilter(type=body.type, time_start_ms=start, time_end_ms=end)
 
 
 def atomic_view(a: AtomicRecord) -> dict[str, Any]:

@@ -21,11 +21,8 @@ IDEMPOTENCY_HEADER = "idempotency-key"
 
 
 def _filter(body: TimeRange, session_id: str | None) -> MessageFilter:
-    return MessageFilter(
-        session_id=session_id,
-        time_start_ms=parse_iso_ms(body.time_start) if body.time_start else None,
-        time_end_ms=parse_iso_ms(body.time_end) if body.time_end else None,
-    )
+    start, end = body.bounds_ms()
+    return MessageFilter(session_id=session_id, time_start_ms=start, time_end_ms=end)
 
 
 def message_view(m: MessageRecord) -> dict[str, Any]:
