@@ -310,14 +310,23 @@ def test_delete_by_session_ids(gateway: Gateway, prefix: str) -> None:
     assert [m["id"] for m in query(gateway)["messages"]] == [keep]
 
 
-def test_delete_by_deprecated_session_id_and_overlaps_count_once(gateway: Gateway) -> None:
+def test_delete_overlaps_count_once(gateway: Gateway) -> None:
     (a,) = add(gateway, "a", session_id="old")
     add(gateway, "b", session_id="old")
     (c,) = add(gateway, "c", session_id="new")
     (d,) = add(gateway, "d", session_id="kept")
-    assert delete(gateway, session_id="old", session_ids=["new"], message_ids=[a, c]) == 3
+    assert delete(gateway, session_ids=["old", "new"], message_ids=[a, c]) == 3
     assert [m["id"] for m in query(gateway)["messages"]] == [d]
-    assert delete(gateway, session_id="kept") == 1
+
+
+def test_deprecated_session_id_deletes_a_session_only_when_it_is_the_sole_target(gateway: Gateway) -> None:
+    """`session_id` is also the isolation context clients send everywhere; next to explicit targets
+    it must not widen a delete to the whole session (the original merges it, losing data)."""
+    (a,) = add(gateway, "a", session_id="ctx")
+    (b,) = add(gateway, "b", session_id="ctx")
+    assert delete(gateway, session_id="ctx", message_ids=[a]) == 1
+    assert [m["id"] for m in query(gateway)["messages"]] == [b]
+    assert delete(gateway, session_id="ctx") == 1
     assert count(gateway) == 0
 
 
@@ -457,7 +466,6 @@ DELETE_CASES = [
     ("whitespace-sessions", {"session_ids": [" "]}, "message_ids"),
     ("5001-message-ids", {"message_ids": [f"msg-{i:012x}" for i in range(5001)]}, "message_ids"),
     ("101-session-ids", {"session_ids": ["seed", *[f"s{i}" for i in range(100)]]}, "session_ids"),
-    ("100-plus-deprecated", {"session_ids": [f"s{i}" for i in range(100)], "session_id": "seed"}, "session_ids"),
     ("ids-string", {"message_ids": "msg-000000000000"}, "message_ids"),
     ("id-int", {"message_ids": [1], "session_ids": ["seed"]}, "message_ids[0]"),
     ("id-257", {"message_ids": [LONG_ID], "session_ids": ["seed"]}, "message_ids[0]"),

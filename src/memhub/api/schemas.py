@@ -139,19 +139,22 @@ class ConversationDelete(Body):
     session_ids: list[IdString] | None = Field(None, min_length=1, max_length=100)
 
     def targets(self) -> tuple[list[str], list[str]]:
-        """Trimmed, de-duplicated message ids and session ids (the deprecated `session_id` joins the latter)."""
-        sessions = list(self.session_ids or [])
-        if self.session_id is not None:
-            sessions.append(self.session_id)
-        return _dedupe(list(self.message_ids or [])), _dedupe(sessions)
+        """Trimmed, de-duplicated message ids and session ids.
+
+        The deprecated singular `session_id` is a delete target only when nothing else is: clients
+        also send it as isolation context, and merging it (as the original does) would widen a
+        delete of a few messages to their whole session.
+        """
+        messages = _dedupe(list(self.message_ids or []))
+        sessions = _dedupe(list(self.session_ids or []))
+        if not messages and not sessions and self.session_id is not None:
+            sessions = _dedupe([self.session_id])
+        return messages, sessions
 
     @model_validator(mode="after")
     def _something(self) -> ConversationDelete:
-        messages, sessions = self.targets()
-        if not messages and not sessions:
+        if self.targets() == ([], []):
             raise ValueError("message_ids: at least one of message_ids or session_ids must be provided")
-        if len(sessions) > 100:
-            raise ValueError("session_ids: must contain at most 100 items")
         return self
 
 
