@@ -126,3 +126,12 @@ def test_documents_are_scoped_by_team_and_agent(store: SQLiteStore) -> None:
     assert store.delete_documents(other, "scene", ["a/b.md"], [], AUDIT) == []
     assert store.delete_documents(mine, "scene", [], ["a/"], AUDIT) == ["a/b.md"]
     assert store.list_documents(mine, "scene") == []
+
+
+def test_new_data_dir_and_database_are_owner_only(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "fresh" / "data")
+    store.add_messages(A, "s", _messages(["private"]))
+    assert (tmp_path / "fresh" / "data").stat().st_mode & 0o777 == 0o700
+    for name in (DB_FILENAME, DB_FILENAME + "-wal"):
+        assert (tmp_path / "fresh" / "data" / name).stat().st_mode & 0o777 == 0o600, name
+    store.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -44,7 +45,11 @@ class SQLiteStore(MemoryStore):
 
     def __init__(self, data_dir: Path | str, *, synchronous: str = "FULL") -> None:
         self.path = Path(data_dir) / DB_FILENAME
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Memories are private: a new data dir is owner-only, and so is the database (SQLite gives
+        # its -wal and -shm files the database file's permissions).
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not self.path.exists():
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         self._synchronous = synchronous
         self._local = threading.local()
         self._write_lock = threading.Lock()
