@@ -83,7 +83,7 @@ class Gateway:
 def build_gateway(data_dir: Path, *, insecure: bool = False, **overrides: Any) -> Gateway:
     """A gateway over `data_dir` with a known key (or none when insecure)."""
     settings = Settings(data_dir=data_dir, gateway_api_key=None if insecure else GATEWAY_KEY, **overrides)
-    store = SQLiteStore(settings.data_dir)
+    store = SQLiteStore(settings.data_dir, busy_timeout_ms=settings.db_busy_timeout_ms)
     key = None if insecure else ensure_gateway_key(store, settings.gateway_api_key).key
     app = create_app(settings, store, key)
     return Gateway(TestClient(app, raise_server_exceptions=False), store, data_dir, None if insecure else GATEWAY_KEY)

@@ -50,7 +50,7 @@ def init(
 ) -> None:
     """Create the data dir and the gateway key (printed once)."""
     settings = _settings(data_dir=data_dir)
-    store = SQLiteStore(settings.data_dir)
+    store = SQLiteStore(settings.data_dir, busy_timeout_ms=settings.db_busy_timeout_ms)
     try:
         if settings.gateway_api_key:
             typer.echo("A gateway key is configured in the environment; nothing to create.")
@@ -80,7 +80,7 @@ def serve(
 
     settings = _settings(host=host, port=port, data_dir=data_dir, insecure_no_auth=insecure_no_auth or None)
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    store = SQLiteStore(settings.data_dir)
+    store = SQLiteStore(settings.data_dir, busy_timeout_ms=settings.db_busy_timeout_ms)
     key: GatewayKey | None = None
     if settings.insecure_no_auth:
         log.warning(

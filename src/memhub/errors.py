@@ -75,6 +75,13 @@ class ServiceUnavailable(MemhubError):
     default_message = "Service unavailable"
 
 
+class StorageBusy(ServiceUnavailable):
+    """The database stayed locked by another writer past the busy timeout; safe to retry."""
+
+    def __init__(self) -> None:
+        super().__init__("Storage busy: another writer holds the database; retry", data={"retryable": True})
+
+
 class FieldError(BadRequest):
     """A request field broke a rule; the message names the field and the rule."""
 

@@ -35,6 +35,7 @@ class Settings(BaseSettings):
         ge=1024,
         validation_alias=_names("MEMHUB_MAX_BODY_BYTES", "MEMORY_MAX_BODY_BYTES"),
     )
+    db_busy_timeout_ms: int = Field(10_000, ge=0, validation_alias=_names("MEMHUB_DB_BUSY_TIMEOUT_MS"))
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list, validation_alias=_names("MEMHUB_CORS_ORIGINS", "TDAI_CORS_ORIGINS")
     )

@@ -7,7 +7,7 @@ import json
 import re
 import uuid
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -367,3 +367,15 @@ def test_500_carries_the_request_id_header(gateway: Gateway) -> None:
     response = gateway.post("/v3/scenario/create", {"path": "x.md", "content": "x"})
     assert response.status_code == 500
     assert response.headers["x-request-id"] == response.json()["request_id"]
+
+
+def test_500_carries_cors_headers_for_an_allowed_origin(make_gateway: Callable[..., Gateway]) -> None:
+    gw = make_gateway("cors500", cors_origins=["https://panel.example"])
+    gw.store.close()
+    allowed = gw.post(
+        "/v3/scenario/create", {"path": "x.md", "content": "x"}, headers={"origin": "https://panel.example"}
+    )
+    assert allowed.status_code == 500
+    assert allowed.headers["access-control-allow-origin"] == "https://panel.example"
+    other = gw.post("/v3/scenario/create", {"path": "x.md", "content": "x"}, headers={"origin": "https://evil.example"})
+    assert other.status_code == 500 and "access-control-allow-origin" not in other.headers

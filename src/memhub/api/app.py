@@ -18,7 +18,7 @@ from memhub import __version__
 from memhub.api.auth import Authenticator
 from memhub.api.dataplane import DataPlane, DataRoute
 from memhub.api.envelope import JSONResponse, error, internal_error
-from memhub.api.middleware import GatewayMiddleware
+from memhub.api.middleware import CorsPolicy, GatewayMiddleware
 from memhub.api.routes import atomic, conversation, profile
 from memhub.api.routes.health import health_payload
 from memhub.errors import HttpStatusError, MemhubError
@@ -46,6 +46,7 @@ def create_app(settings: Settings, store: MemoryStore, gateway_key: GatewayKey |
 
     app = FastAPI(title="memhub", version=__version__, docs_url="/docs", redoc_url=None, lifespan=lifespan)
     auth = Authenticator(gateway_key)
+    cors = CorsPolicy(settings.cors_origins)
     memory = MemoryServices.over(store)
     started = time.monotonic()
     app.state.store = store
@@ -63,6 +64,7 @@ def create_app(settings: Settings, store: MemoryStore, gateway_key: GatewayKey |
     @app.exception_handler(Exception)
     async def on_unhandled(request: Request, exc: Exception) -> Response:
         response, trace_id = internal_error(request)
+        cors.apply(response.headers, request.headers.get("origin"))
         log.error("unhandled error trace_id=%s path=%s", trace_id, request.url.path, exc_info=exc)
         return response
 
@@ -73,7 +75,7 @@ def create_app(settings: Settings, store: MemoryStore, gateway_key: GatewayKey |
     plane = DataPlane(auth, memory, settings.max_body_bytes, settings.strict_isolation)
     plane.mount(app, DATA_ROUTES)
     app.openapi = lambda: _openapi(app, DATA_ROUTES)  # type: ignore[method-assign]
-    app.add_middleware(GatewayMiddleware, cors_origins=settings.cors_origins)
+    app.add_middleware(GatewayMiddleware, cors=cors)
     return app
 
 

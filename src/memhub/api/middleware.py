@@ -11,38 +11,41 @@ from memhub.ids import request_id
 
 ALLOWED_HEADERS = ", ".join(
     [
-        "authorization",
-        "content-type",
-        "content-encoding",
-        "idempotency-key",
-        "x-request-id",
-        "x-tdai-service-id",
-        "x-tdai-user-key",
-        "x-tdai-team-id",
-        "x-tdai-agent-id",
-        "x-tdai-user-id",
-        "x-tdai-session-id",
-        "x-tdai-task-id",
+        "authorization", "content-type", "content-encoding", "idempotency-key", "x-request-id",
+        "x-tdai-service-id", "x-tdai-user-key", "x-tdai-team-id", "x-tdai-agent-id", "x-tdai-user-id",
+        "x-tdai-session-id", "x-tdai-task-id",
     ]
-)
+)  # fmt: skip
+
+
+class CorsPolicy:
+    """Which browser origins may read responses (an allow-list, `*` for any)."""
+
+    def __init__(self, origins: Sequence[str]) -> None:
+        self.any_origin = "*" in origins
+        self.origins = frozenset(origins)
+
+    def allows(self, origin: str | None) -> bool:
+        return origin is not None and (self.any_origin or origin in self.origins)
+
+    def apply(self, headers: MutableHeaders, origin: str | None) -> None:
+        """Add the response headers an allowed origin needs (nothing for others)."""
+        if self.allows(origin):
+            headers["access-control-allow-origin"] = "*" if self.any_origin else str(origin)
+            headers["access-control-expose-headers"] = "x-request-id"
+            headers.add_vary_header("Origin")
 
 
 class GatewayMiddleware:
-    """Assigns `req-<16hex>` ids, answers OPTIONS with 204 and adds CORS headers for allowed origins."""
+    """Assigns `req-<16hex>` ids, answers OPTIONS with 204 and adds CORS headers for allowed origins.
 
-    def __init__(self, app: ASGIApp, cors_origins: Sequence[str]) -> None:
+    500s are rendered by Starlette's outermost error middleware, past this one; the app's error
+    handler applies the same id and CORS headers there.
+    """
+
+    def __init__(self, app: ASGIApp, cors: CorsPolicy) -> None:
         self.app = app
-        self.any_origin = "*" in cors_origins
-        self.origins = frozenset(cors_origins)
-
-    def _allowed(self, origin: str | None) -> bool:
-        return origin is not None and (self.any_origin or origin in self.origins)
-
-    def _cors(self, headers: MutableHeaders, origin: str | None) -> None:
-        if self._allowed(origin):
-            headers["access-control-allow-origin"] = "*" if self.any_origin else origin  # type: ignore[assignment]
-            headers["access-control-expose-headers"] = "x-request-id"
-            headers.add_vary_header("Origin")
+        self.cors = cors
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -55,8 +58,8 @@ class GatewayMiddleware:
         if scope["method"] == "OPTIONS":
             headers = MutableHeaders()
             headers["x-request-id"] = rid
-            self._cors(headers, origin)
-            if self._allowed(origin):
+            self.cors.apply(headers, origin)
+            if self.cors.allows(origin):
                 headers["access-control-allow-methods"] = "GET, POST, OPTIONS"
                 headers["access-control-allow-headers"] = ALLOWED_HEADERS
                 headers["access-control-max-age"] = "600"
@@ -68,7 +71,7 @@ class GatewayMiddleware:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
                 headers["x-request-id"] = rid
-                self._cors(headers, origin)
+                self.cors.apply(headers, origin)
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

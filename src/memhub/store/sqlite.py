@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from memhub.errors import StorageBusy
 from memhub.ids import audit_id
 from memhub.retrieval.tokenize import QueryTerms, index_text
 from memhub.scope import MemoryScope, ProfileScope
@@ -43,7 +44,7 @@ def _json_or_none(value: Any) -> str | None:
 class SQLiteStore(MemoryStore):
     """One database file per data dir; safe for many threads of one process."""
 
-    def __init__(self, data_dir: Path | str, *, synchronous: str = "FULL") -> None:
+    def __init__(self, data_dir: Path | str, *, synchronous: str = "FULL", busy_timeout_ms: int = 10_000) -> None:
         self.path = Path(data_dir) / DB_FILENAME
         # Memories are private: a new data dir is owner-only, and so is the database (SQLite gives
         # its -wal and -shm files the database file's permissions).
@@ -51,6 +52,7 @@ class SQLiteStore(MemoryStore):
         if not self.path.exists():
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         self._synchronous = synchronous
+        self._busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
         self._write_lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
@@ -63,14 +65,15 @@ class SQLiteStore(MemoryStore):
     def _connect(self) -> sqlite3.Connection:
         if self._closed:
             raise sqlite3.ProgrammingError("the store is closed")
-        con = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        timeout_s = self._busy_timeout_ms / 1000
+        con = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None, check_same_thread=False)
         con.row_factory = sqlite3.Row
         con.execute("PRAGMA journal_mode=WAL")
         # FULL: a commit is on disk before the client hears "ok" — acknowledged writes survive
         # a crash of the process or of the machine.
         con.execute(f"PRAGMA synchronous={self._synchronous}")
         con.execute("PRAGMA foreign_keys=ON")
-        con.execute("PRAGMA busy_timeout=30000")
+        con.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
         with self._connections_lock:
             self._connections.append(con)
         return con
@@ -86,7 +89,14 @@ class SQLiteStore(MemoryStore):
     def _write(self) -> Iterator[sqlite3.Connection]:
         with self._write_lock:
             con = self._writer
-            con.execute("BEGIN IMMEDIATE")
+            try:
+                con.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                # Another process (a second gateway, a backup tool) held the write lock past the busy
+                # timeout: nothing was written, and the client may retry.
+                if "locked" in str(exc) or "busy" in str(exc):
+                    raise StorageBusy() from exc
+                raise
             try:
                 yield con
             except BaseException:
