@@ -12,6 +12,7 @@ from memhub.ids import atomic_id, message_id
 from memhub.retrieval.tokenize import query_terms
 from memhub.scope import MemoryScope, ProfileScope
 from memhub.store import AtomicFilter, AuditContext, DocumentRecord, MessageFilter, NewAtomic, NewMessage
+from memhub.store import sqlite as sqlite_store
 from memhub.store.sqlite import DB_FILENAME, SQLiteStore
 
 A = MemoryScope("svc", "team", "alice", "agent", "")
@@ -135,3 +136,13 @@ def test_new_data_dir_and_database_are_owner_only(tmp_path: Path) -> None:
     for name in (DB_FILENAME, DB_FILENAME + "-wal"):
         assert (tmp_path / "fresh" / "data" / name).stat().st_mode & 0o777 == 0o600, name
     store.close()
+
+
+def test_idempotency_keys_expire_after_the_retention_window(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.add_messages(A, "s", _messages(["first"]), idempotency_key="k", request_hash="h")
+    monkeypatch.setattr(sqlite_store, "IDEMPOTENCY_RETENTION_MS", -1)  # everything is already old
+    _, earlier = store.add_messages(A, "s", _messages(["again"]), idempotency_key="k", request_hash="h2")
+    assert earlier is None  # the old key was forgotten, so this is a new write
+    assert store.count_messages(A, MessageFilter()) == 2

@@ -32,6 +32,7 @@ from memhub.store.sqlite_schema import MIGRATIONS
 from memhub.timeutil import now_ms
 
 DB_FILENAME = "memhub.db"
+IDEMPOTENCY_RETENTION_MS = 7 * 24 * 3600 * 1000
 
 _MESSAGES_FTS = FtsIndex(fts="l0_fts", vocab="l0_vocab", content="l0_messages")
 _ATOMIC_FTS = FtsIndex(fts="l1_fts", vocab="l1_vocab", content="l1_atomic")
@@ -180,6 +181,8 @@ class SQLiteStore(MemoryStore):
         indexed = [qualify(prefix, index_text(m.content)) for m in messages]  # segment outside the lock
         with self._write() as con:
             if idempotency_key is not None:
+                # Keys are remembered for a retention window, long enough for any client's retries.
+                con.execute("DELETE FROM l0_idempotency WHERE created_ms < ?", (now_ms() - IDEMPOTENCY_RETENTION_MS,))
                 row = con.execute(
                     "SELECT request_hash, ids_json FROM l0_idempotency WHERE scope_key = ? AND key = ?",
                     (key, idempotency_key),

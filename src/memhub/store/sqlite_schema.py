@@ -43,6 +43,7 @@ MIGRATIONS: list[str] = [
         created_ms   INTEGER NOT NULL,
         PRIMARY KEY (scope_key, key)
     );
+    CREATE INDEX l0_idempotency_by_age ON l0_idempotency (created_ms);
 
     CREATE TABLE l1_atomic (
         rowid            INTEGER PRIMARY KEY,
