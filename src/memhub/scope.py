@@ -59,10 +59,6 @@ class MemoryScope:
         """Stable opaque key of this scope, used inside SQL and full-text indexes."""
         return _key("mem", self.service_id, self.team_id, self.user_id, self.agent_id, self.task_id)
 
-    def session_key(self, session_id: str) -> str:
-        """Key of one session inside this scope."""
-        return _key("ses", self.key, session_id)
-
 
 @dataclass(frozen=True, slots=True)
 class ProfileScope:

@@ -119,11 +119,6 @@ def warm_up() -> None:
     _segmenter()("预热词典")
 
 
-def has_cjk(text: str) -> bool:
-    """True when the text contains at least one CJK ideograph."""
-    return _CJK_RUN.search(text) is not None
-
-
 def cjk_words(run: str) -> list[str]:
     """jieba search-mode segmentation of one CJK run (word characters only)."""
     return [w for w in (t.strip() for t in _segmenter()(run)) if w and _WORD.fullmatch(w)]
@@ -144,8 +139,10 @@ def _fold(word: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
-def _latin_terms(text: str) -> list[str]:
+def _latin_terms(text: str, *, drop_stopwords: bool) -> list[str]:
     words = [_fold(w) for w in _WORD.findall(text)]
+    if drop_stopwords:
+        words = [w for w in words if w not in _STOPWORDS]
     return _stemmer.stemWords(words)
 
 
@@ -173,21 +170,13 @@ def _split(text: str, *, drop_stopwords: bool) -> tuple[list[str], list[str]]:
     words: list[str] = []
     grams: list[str] = []
     pos = 0
-
-    def latin(chunk: str) -> None:
-        if drop_stopwords:
-            kept = [w for w in _WORD.findall(chunk) if w.lower() not in _STOPWORDS]
-            words.extend(_stemmer.stemWords([_fold(w) for w in kept]))
-        else:
-            words.extend(_latin_terms(chunk))
-
     for match in _CJK_RUN.finditer(text):
-        latin(text[pos : match.start()])
+        words.extend(_latin_terms(text[pos : match.start()], drop_stopwords=drop_stopwords))
         run = match.group(0)
         words.extend(cjk_words(run))
         grams.extend(cjk_bigrams(run))
         pos = match.end()
-    latin(text[pos:])
+    words.extend(_latin_terms(text[pos:], drop_stopwords=drop_stopwords))
     return words, grams
 
 

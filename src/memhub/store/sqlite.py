@@ -142,7 +142,7 @@ class SQLiteStore(MemoryStore):
         con = self._reader()
         con.execute("BEGIN")  # count and page agree even while writers commit between them
         try:
-            total = con.execute(f"SELECT COUNT(*) FROM {table} WHERE {where}", params).fetchone()[0]
+            total = self._count(table, where, params)  # same thread-local connection, same snapshot
             sql = f"SELECT * FROM {table} WHERE {where} ORDER BY {order_by} LIMIT ? OFFSET ?"
             rows = con.execute(sql, [*params, limit, offset]).fetchall()
         finally:

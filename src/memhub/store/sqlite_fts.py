@@ -155,12 +155,13 @@ class FtsIndex:
         params: Sequence[Any],
         limit: int,
         narrowed: bool,
+        columns: str = "c.*",
     ) -> list[tuple[sqlite3.Row, float]]:
         """FTS5 ranks every match (above a rowid floor) and the best rows are joined."""
         if narrowed:
             # Session/time/type filters must apply before the top-k, so rank the joined rows.
             sql = (
-                f"SELECT c.*, bm25({self.fts}, {_WEIGHTS}) AS rank_ FROM {self.fts} "
+                f"SELECT {columns}, bm25({self.fts}, {_WEIGHTS}) AS rank_ FROM {self.fts} "
                 f"JOIN {self.content} c ON c.rowid = {self.fts}.rowid "
                 f"WHERE {self.fts} MATCH ? AND {self.fts}.rowid >= ? AND {where} ORDER BY rank_ LIMIT ?"
             )
@@ -170,7 +171,7 @@ class FtsIndex:
             # join only the winners (joining first would drag every match's row through the sort).
             # `where` still checks the exact scope, so a prefix collision can never leak a record.
             sql = (
-                f"SELECT c.*, f.rank_ FROM (SELECT rowid, bm25({self.fts}, {_WEIGHTS}) AS rank_ FROM {self.fts} "
+                f"SELECT {columns}, f.rank_ FROM (SELECT rowid, bm25({self.fts}, {_WEIGHTS}) AS rank_ FROM {self.fts} "
                 f"WHERE {self.fts} MATCH ? AND rowid >= ? ORDER BY rank_ LIMIT ?) f "
                 f"JOIN {self.content} c ON c.rowid = f.rowid WHERE {where} ORDER BY f.rank_"
             )
@@ -199,7 +200,9 @@ class FtsIndex:
         fetch = max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
         rare = self._any_of(prefix, kept)
         floor = self._newest_floor(con, rare, where, params, narrowed) if spent > POSTING_BUDGET else 0
-        candidates = {r["rowid"] for r, _ in self._ranked(con, rare, floor, where, params, fetch, narrowed)}
+        # Only rowids here: the few winners' rows are read once, after exact scoring.
+        ranked = self._ranked(con, rare, floor, where, params, fetch, narrowed, columns="c.rowid")
+        candidates = {r["rowid"] for r, _ in ranked}
         if len(present) > 1:
             candidates |= self._newest_with_all(con, self._all_of(prefix, present), where, params, fetch)
         if not candidates:
