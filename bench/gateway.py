@@ -27,32 +27,30 @@ import json
 import os
 import platform
 import random
-import signal
-import socket
 import sqlite3
-import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+from common import HERE, Latency, Server, client, git_rev, running_server
 
-HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "gateway.json"
-HOST = "127.0.0.1"
-KEY = "mh-gw-bench-0123456789abcdefghijklmnopqrstuvwxyz"
-SERVICE = "bench-svc"
 BATCH = 100  # messages per conversation/add request
 SPREAD_SCOPES = 10
+# This benchmark measures the BM25 gateway path; bench/search.py measures search with vectors.
+BM25_ONLY = {"MEMHUB_EMBEDDING_PROVIDER": "none"}
 AIM_INGEST = 3000.0  # messages/s
 AIM_P95_MS = 15.0  # search p95 at 100k
+
+
+def _scope(name: str) -> dict[str, str]:
+    return {"team_id": "bench-team", "agent_id": f"agent-{name}", "user_id": "bench-user"}
+
 
 # -- deterministic text ------------------------------------------------------------------
 
@@ -192,106 +190,7 @@ def _cumulative(weights: Sequence[float]) -> list[float]:
 # -- server ---------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class Server:
-    proc: subprocess.Popen[bytes]
-    url: str
-    data_dir: Path
-    log: Path
-
-
-@contextmanager
-def running_server(data_dir: Path, python: str) -> Iterator[Server]:
-    """`memhub serve` on a free port with a configured key; always killed on exit."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMHUB_", "TDAI_", "V3_", "MEMORY_"))}
-    env.update({"MEMHUB_GATEWAY_API_KEY": KEY, "MEMHUB_LOG_LEVEL": "warning", "PYTHONUNBUFFERED": "1"})
-    port = _free_port()
-    log = data_dir.parent / f"{data_dir.name}.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [python, "-m", "memhub.cli", "serve", "--host", HOST, "--port", str(port), "--data-dir", str(data_dir)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    server = Server(proc, f"http://{HOST}:{port}", data_dir, log)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"memhub serve exited: {log.read_text(errors='replace')}")
-            try:
-                if httpx.get(f"{server.url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("memhub serve did not become healthy within 60 s")
-            time.sleep(0.05)
-        yield server
-    except BaseException:
-        if proc.poll() is not None:
-            print(f"memhub serve exited with {proc.returncode}", file=sys.stderr)
-        tail = log.read_text(errors="replace").splitlines()[-30:]
-        print("server log (tail):\n" + "\n".join(tail), file=sys.stderr)
-        raise
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=15)
-
-
-def _client(server: Server) -> httpx.Client:
-    headers = {"authorization": f"Bearer {KEY}", "x-tdai-service-id": SERVICE, "content-type": "application/json"}
-    return httpx.Client(base_url=server.url, headers=headers, timeout=120)
-
-
-def _scope(name: str) -> dict[str, str]:
-    return {"team_id": "bench-team", "agent_id": f"agent-{name}", "user_id": "bench-user"}
-
-
 # -- measurements ---------------------------------------------------------------------------
-
-
-def _percentile(sorted_values: Sequence[float], q: float) -> float:
-    if not sorted_values:
-        return float("nan")
-    k = (len(sorted_values) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
-
-
-@dataclass
-class Latency:
-    n: int
-    mean_ms: float
-    p50_ms: float
-    p95_ms: float
-    p99_ms: float
-    max_ms: float
-
-    @classmethod
-    def of(cls, seconds: Sequence[float]) -> Latency:
-        ms = sorted(s * 1000 for s in seconds)
-        return cls(
-            n=len(ms),
-            mean_ms=round(statistics.fmean(ms), 3),
-            p50_ms=round(_percentile(ms, 0.50), 3),
-            p95_ms=round(_percentile(ms, 0.95), 3),
-            p99_ms=round(_percentile(ms, 0.99), 3),
-            max_ms=round(ms[-1], 3),
-        )
 
 
 @dataclass
@@ -344,7 +243,7 @@ def ingest(server: Server, name: str, bodies: list[bytes], clients: int) -> Inge
     def work() -> None:
         mine: list[float] = []
         count = 0
-        with _client(server) as http:
+        with client(server) as http:
             while True:
                 with lock:
                     i = next(cursor, None)
@@ -389,7 +288,7 @@ def search(server: Server, name: str, scope: str, gen: TextGen, queries: int, sc
     latencies: list[float] = []
     hits = 0
     empty = 0
-    with _client(server) as http:
+    with client(server) as http:
         for q in warmup:
             http.post("/v3/conversation/search", json={**_scope(scope), "query": q})
         for q in texts:
@@ -415,7 +314,7 @@ def search(server: Server, name: str, scope: str, gen: TextGen, queries: int, sc
 
 
 def _count(server: Server, scope: str) -> int:
-    with _client(server) as http:
+    with client(server) as http:
         return http.post("/v3/conversation/count", json=_scope(scope)).json()["data"]["total"]
 
 
@@ -450,15 +349,6 @@ def markdown(ingests: list[IngestResult], searches: list[SearchResult]) -> str:
     return "\n".join(lines)
 
 
-def _git_rev() -> str | None:
-    try:
-        command = ["git", "describe", "--always", "--dirty"]
-        out = subprocess.run(command, cwd=HERE, capture_output=True, text=True, timeout=10, check=False)
-        return out.stdout.strip() or None
-    except OSError:
-        return None
-
-
 def _sizes(text: str) -> list[int]:
     sizes = sorted({int(s.replace("_", "").replace("k", "000")) for s in text.split(",") if s.strip()})
     if not sizes or sizes[0] < BATCH:
@@ -489,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="memhub-bench-"))
     try:
         # 1. one scope, grown to each size in turn; the first stage is ingested by a single client.
-        with running_server(tmp / "one-scope", args.python) as server:
+        with running_server(tmp / "one-scope", args.python, BM25_ONLY) as server:
             # Floor: the same kind of queries against a scope with no messages (HTTP + parsing only).
             print("search an empty scope (HTTP floor) …", file=sys.stderr, flush=True)
             searches.append(search(server, "empty scope (HTTP floor)", "nobody", TextGen(args.seed + 1), queries, 0, 0))
@@ -506,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
                 searches.append(search(server, f"1 scope × {size:,}", "one", gen, queries, size, size))
         # 2. the largest size spread over 10 scopes (fresh data dir), concurrent clients; search one scope.
         names = [f"spread-{i}" for i in range(SPREAD_SCOPES)]
-        with running_server(tmp / "spread", args.python) as server:
+        with running_server(tmp / "spread", args.python, BM25_ONLY) as server:
             bodies = _bodies(gen, names, per_scope, 0)
             random.Random(args.seed).shuffle(bodies)  # interleave scopes as real traffic would
             label = f"{SPREAD_SCOPES} scopes, 0→{per_scope * SPREAD_SCOPES:,}"
@@ -554,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
             "sqlite": sqlite3.sqlite_version,
-            "git": _git_rev(),
+            "git": git_rev(),
         },
         "ingest": [asdict(r) for r in ingests],
         "search": [asdict(s) for s in searches],

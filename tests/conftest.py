@@ -13,8 +13,10 @@ from starlette.testclient import TestClient
 
 from memhub.api import create_app
 from memhub.gateway_key import ensure_gateway_key
+from memhub.memory.embedding import EmbeddingRuntime
+from memhub.runtime import dimension_known_offline, embedding_runtime
 from memhub.settings import Settings
-from memhub.store.sqlite import SQLiteStore
+from memhub.store.sqlite import EXACT_VECTOR_LIMIT, SQLiteStore
 
 GATEWAY_KEY = "mh-gw-test-0123456789abcdefghijklmnopqrstuvwxyz"
 SERVICE = "svc-a"
@@ -40,6 +42,25 @@ class Gateway:
     key: str | None = GATEWAY_KEY
     default_service: str = SERVICE
     default_isolation: dict[str, str] = field(default_factory=lambda: dict(ISO))
+    embedding: EmbeddingRuntime | None = None  # the app's embedding runtime (build_gateway(embedding=True))
+
+    def health(self) -> dict[str, Any]:
+        """GET /health (open, no auth)."""
+        response = self.client.get("/health")
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def drain(self, timeout: float = 60.0) -> None:
+        """Embed every queued record now (in this thread); fails if the queue does not empty in time."""
+        assert self.embedding is not None, "built without embedding=True"
+        assert self.embedding.drain(timeout), f"embedding backlog left: {self.store.embedding_backlog()}"
+
+    def close(self) -> None:
+        """Stop the embedding worker (if any), then close the client and the store."""
+        if self.embedding is not None:
+            self.embedding.close()
+        self.client.close()
+        self.store.close()
 
     def headers(self, service: str | None = None, extra: dict[str, str] | None = None) -> dict[str, str]:
         h = {"authorization": f"Bearer {self.key or 'anything'}", "x-tdai-service-id": service or self.default_service}
@@ -80,13 +101,35 @@ class Gateway:
         return envelope
 
 
-def build_gateway(data_dir: Path, *, insecure: bool = False, **overrides: Any) -> Gateway:
-    """A gateway over `data_dir` with a known key (or none when insecure)."""
+def build_gateway(
+    data_dir: Path,
+    *,
+    insecure: bool = False,
+    embedding: bool = False,
+    start_worker: bool = False,
+    exact_vector_limit: int = EXACT_VECTOR_LIMIT,
+    **overrides: Any,
+) -> Gateway:
+    """A gateway over `data_dir` with a known key (or none when insecure).
+
+    `embedding=True` gives the app a real embedding runtime built from the settings (provider
+    `local` e5-small unless `embedding_provider=...` says otherwise), checked at start like
+    `memhub serve` does. Its worker runs only with `start_worker=True`; otherwise records stay
+    queued until `Gateway.drain()`. Without `embedding`, search is BM25 only.
+    """
     settings = Settings(data_dir=data_dir, gateway_api_key=None if insecure else GATEWAY_KEY, **overrides)
-    store = SQLiteStore(settings.data_dir, busy_timeout_ms=settings.db_busy_timeout_ms)
+    store = SQLiteStore(
+        settings.data_dir, busy_timeout_ms=settings.db_busy_timeout_ms, exact_vector_limit=exact_vector_limit
+    )
     key = None if insecure else ensure_gateway_key(store, settings.gateway_api_key).key
-    app = create_app(settings, store, key)
-    return Gateway(TestClient(app, raise_server_exceptions=False), store, data_dir, None if insecure else GATEWAY_KEY)
+    runtime = embedding_runtime(settings, store) if embedding else None
+    if runtime is not None and dimension_known_offline(settings):
+        runtime.check_model()
+    app = create_app(settings, store, key, runtime)
+    if runtime is not None and start_worker:
+        runtime.start()
+    client = TestClient(app, raise_server_exceptions=False)
+    return Gateway(client, store, data_dir, None if insecure else GATEWAY_KEY, embedding=runtime)
 
 
 @pytest.fixture
@@ -110,5 +153,4 @@ def make_gateway(tmp_path: Path) -> Iterator[Any]:
 
     yield make
     for gw in made:
-        gw.client.close()
-        gw.store.close()
+        gw.close()

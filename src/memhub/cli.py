@@ -5,14 +5,19 @@ from __future__ import annotations
 import ipaddress
 import logging
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from memhub.gateway_key import GatewayKey, ensure_gateway_key
+from memhub.memory.embedding import ModelMismatch
+from memhub.retrieval.embed import EmbeddingError
 from memhub.retrieval.tokenize import warm_up
+from memhub.runtime import dimension_known_offline, embedding_runtime
 from memhub.settings import Settings
+from memhub.store import EmbeddingModel
 from memhub.store.sqlite import SQLiteStore
 
 app = typer.Typer(help="memhub: a team-level memory hub for AI agents.", no_args_is_help=True)
@@ -97,8 +102,63 @@ def serve(
             _announce_key(setup.created_key, settings.data_dir)
     sys.stdout.flush()
     warm_up()
-    api = create_app(settings, store, key)  # closes the store on shutdown
+    embedding = embedding_runtime(settings, store)
+    if dimension_known_offline(settings):
+        try:
+            embedding.check_model()
+        except ModelMismatch as exc:
+            store.close()
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        embedding.warm_up()
+    api = create_app(settings, store, key, embedding)  # closes the store and the embedder on shutdown
     uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False)
+
+
+@app.command()
+def reembed(
+    data_dir: Annotated[Path | None, typer.Option(help="Data directory [env MEMHUB_DATA_DIR]")] = None,
+    force: Annotated[bool, typer.Option(help="Rebuild even if the vectors match the configured model")] = False,
+) -> None:
+    """Rebuild every vector with the configured embedding model (run it with the gateway stopped).
+
+    Needed after changing the model: memhub refuses to start with vectors of another model. An
+    interrupted run resumes where it stopped when started again.
+    """
+    settings = _settings(data_dir=data_dir)
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    store = SQLiteStore(settings.data_dir, busy_timeout_ms=settings.db_busy_timeout_ms)
+    runtime = embedding_runtime(settings, store)
+    try:
+        if runtime.embedder is None:
+            typer.echo("error: the embedding provider is 'none'; configure one (MEMHUB_EMBEDDING_PROVIDER)", err=True)
+            raise typer.Exit(2)
+        try:
+            model = EmbeddingModel(runtime.embedder.model_id, runtime.embedder.dim)
+        except EmbeddingError as exc:
+            typer.echo(f"error: the embedding provider did not answer: {exc}", err=True)
+            raise typer.Exit(1) from exc
+        if force or store.embedding_model() != model:
+            store.reset_embeddings(model)
+        total = store.embedding_backlog()
+        typer.echo(f"Embedding {total} records with {model.model_id} ({model.dim}-d) …")
+        runtime.check_model()
+        done, last_report = 0, time.monotonic()
+        while True:
+            try:
+                if not runtime.run_once():
+                    break
+            except EmbeddingError as exc:
+                typer.echo(f"error: {exc} — run `memhub reembed` again to resume", err=True)
+                raise typer.Exit(1) from exc
+            done = total - store.embedding_backlog()
+            if time.monotonic() - last_report >= 5:
+                typer.echo(f"  {done}/{total}")
+                last_report = time.monotonic()
+        typer.echo(f"Done: {total} records embedded.")
+    finally:
+        runtime.close()
+        store.close()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,6 +8,8 @@ from typing import Annotated
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from memhub.retrieval.embed import EmbeddingConfig
+
 DEFAULT_DATA_DIR = Path.home() / ".memhub"
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
@@ -41,6 +43,29 @@ class Settings(BaseSettings):
     )
     log_level: str = Field("info", validation_alias=_names("MEMHUB_LOG_LEVEL"))
 
+    # Embeddings: a local model by default (no key, no network); `openai` = any compatible endpoint.
+    embedding_provider: str = Field(
+        "local", validation_alias=_names("MEMHUB_EMBEDDING_PROVIDER", "TDAI_EMBEDDING_PROVIDER")
+    )
+    embedding_model: str = Field("", validation_alias=_names("MEMHUB_EMBEDDING_MODEL", "TDAI_EMBEDDING_MODEL"))
+    embedding_base_url: str = Field("", validation_alias=_names("MEMHUB_EMBEDDING_BASE_URL", "TDAI_EMBEDDING_BASE_URL"))
+    embedding_api_key: str = Field("", validation_alias=_names("MEMHUB_EMBEDDING_API_KEY", "TDAI_EMBEDDING_API_KEY"))
+    embedding_dimensions: int | None = Field(
+        None, ge=1, le=16_384, validation_alias=_names("MEMHUB_EMBEDDING_DIMENSIONS", "TDAI_EMBEDDING_DIMENSIONS")
+    )
+    embedding_timeout_ms: int = Field(
+        10_000, ge=100, validation_alias=_names("MEMHUB_EMBEDDING_TIMEOUT_MS", "TDAI_EMBEDDING_TIMEOUT_MS")
+    )
+    # A search waits at most this long for its query vector before answering from BM25.
+    embedding_query_timeout_ms: int = Field(
+        2_000, ge=50, validation_alias=_names("MEMHUB_EMBEDDING_QUERY_TIMEOUT_MS", "TDAI_EMBEDDING_RECALL_TIMEOUT_MS")
+    )
+    embedding_batch_size: int = Field(32, ge=1, le=2048, validation_alias=_names("MEMHUB_EMBEDDING_BATCH_SIZE"))
+    embedding_threads: int = Field(1, ge=1, le=64, validation_alias=_names("MEMHUB_EMBEDDING_THREADS"))
+    # Text beyond this is not embedded (BM25 still indexes all of it). Default: 2,000 characters for
+    # a local model (e5 reads 512 tokens; longer texts cost seconds each), 5,000 for a remote one.
+    embedding_max_chars: int | None = Field(None, ge=100, validation_alias=_names("MEMHUB_EMBEDDING_MAX_CHARS"))
+
     @field_validator("cors_origins", mode="before")
     @classmethod
     def _split_origins(cls, value: object) -> object:
@@ -56,7 +81,28 @@ class Settings(BaseSettings):
             return value.strip().lower() in {"1", "true", "on", "yes"}
         return value
 
+    @field_validator("embedding_dimensions", mode="before")
+    @classmethod
+    def _blank_dimensions(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
     @field_validator("gateway_api_key", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    def embedding_config(self, *, for_queries: bool = False) -> EmbeddingConfig:
+        """The embedder settings; queries get the shorter timeout so a slow provider never stalls a search."""
+        timeout = min(self.embedding_timeout_ms, self.embedding_query_timeout_ms) if for_queries else None
+        max_chars = self.embedding_max_chars or (2_000 if self.embedding_provider.strip().lower() == "local" else 5_000)
+        return EmbeddingConfig(
+            provider=self.embedding_provider,
+            model=self.embedding_model,
+            base_url=self.embedding_base_url,
+            api_key=self.embedding_api_key,
+            dimensions=self.embedding_dimensions,
+            timeout_ms=timeout or self.embedding_timeout_ms,
+            batch_size=self.embedding_batch_size,
+            threads=self.embedding_threads,
+            max_chars=max_chars,
+        )

@@ -211,7 +211,7 @@ def test_another_user_sees_nothing(gateway: Gateway) -> None:
     other = {**ISO, "user_id": "user-2"}
     assert query(gateway, isolation=other) == {"messages": [], "total": 0}
     assert gateway.ok("/v3/conversation/count", {}, isolation=other) == {"total": 0}
-    assert gateway.ok("/v3/conversation/search", {"query": "pizza"}, isolation=other) == {"messages": []}
+    assert gateway.ok("/v3/conversation/search", {"query": "pizza"}, isolation=other)["messages"] == []
     assert search(gateway, "pizza", service="svc-b") == []
 
 
@@ -362,7 +362,8 @@ def test_search_hits_carry_score_ids_and_session(gateway: Gateway, prefix: str) 
 def test_chinese_two_character_query_finds_the_message(gateway: Gateway) -> None:
     (mid,) = add(gateway, "周末和朋友去吃四川火锅")
     add(gateway, "明天下午开会讨论预算")
-    assert [h["id"] for h in search(gateway, "火锅")] == [mid]
+    # The neighbouring message may follow through its context column, but never ahead of the match.
+    assert search(gateway, "火锅")[0]["id"] == mid
     assert search(gateway, "滑雪") == []
 
 
@@ -378,8 +379,8 @@ def test_chinese_query_segmented_differently_still_matches_through_bigrams(gatew
 def test_english_stemming(gateway: Gateway) -> None:
     (mid,) = add(gateway, "I love hiking in the Alps")
     add(gateway, "we talked about taxes")
-    assert [h["id"] for h in search(gateway, "hike")] == [mid]
-    assert [h["id"] for h in search(gateway, "HIKES")] == [mid]
+    assert search(gateway, "hike")[0]["id"] == mid
+    assert search(gateway, "HIKES")[0]["id"] == mid
 
 
 # -- validation: every bad value is a 400 naming the field, and nothing is written -----------

@@ -65,7 +65,8 @@ def test_put_setting_only_if_absent_keeps_the_first_value(store: SQLiteStore) ->
 def test_search_is_filtered_by_scope_inside_the_index(store: SQLiteStore) -> None:
     # Bob has many better-matching messages; Alice must still get her own hits, never Bob's.
     store.add_messages(B, "s", _messages(["apple apple apple pie"] * 200))
-    store.add_messages(A, "s", _messages(["an apple a day", "apple crumble", "nothing related"]))
+    for session, text in enumerate(["an apple a day", "apple crumble", "nothing related"]):
+        store.add_messages(A, f"s{session}", _messages([text]))
     hits = store.search_messages(A, query_terms("apple"), MessageFilter(), 5)
     assert len(hits) == 2
     assert {m.user_id for m, _ in hits} == {"alice"}

@@ -23,6 +23,7 @@ from memhub.api.routes import atomic, conversation, profile
 from memhub.api.routes.health import health_payload
 from memhub.errors import HttpStatusError, MemhubError
 from memhub.gateway_key import GatewayKey
+from memhub.memory.embedding import EmbeddingRuntime
 from memhub.memory.services import MemoryServices
 from memhub.settings import Settings
 from memhub.store import MemoryStore
@@ -32,22 +33,32 @@ log = logging.getLogger("memhub.api")
 DATA_ROUTES: list[DataRoute] = [*conversation.ROUTES, *atomic.ROUTES, *profile.ROUTES]
 
 
-def create_app(settings: Settings, store: MemoryStore, gateway_key: GatewayKey | None) -> FastAPI:
+def create_app(
+    settings: Settings,
+    store: MemoryStore,
+    gateway_key: GatewayKey | None,
+    embedding: EmbeddingRuntime | None = None,
+) -> FastAPI:
     """The gateway app. `gateway_key=None` disables layer-1 auth (only with --insecure-no-auth).
 
-    The app owns the store from here on and closes it on shutdown (uvicorn re-raises SIGTERM after
-    its own shutdown, so a caller's `finally` would never run).
+    Without an embedding runtime, search is BM25 only. The app owns the store and the runtime from
+    here on: the embedding worker starts with the app and both are closed on shutdown (uvicorn
+    re-raises SIGTERM after its own shutdown, so a caller's `finally` would never run).
     """
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if embedding is not None:
+            embedding.start()
         yield
+        if embedding is not None:
+            embedding.close()
         store.close()
 
     app = FastAPI(title="memhub", version=__version__, docs_url="/docs", redoc_url=None, lifespan=lifespan)
     auth = Authenticator(gateway_key)
     cors = CorsPolicy(settings.cors_origins)
-    memory = MemoryServices.over(store)
+    memory = MemoryServices.over(store, embedding)
     started = time.monotonic()
     app.state.store = store
     app.state.memory = memory
@@ -70,7 +81,7 @@ def create_app(settings: Settings, store: MemoryStore, gateway_key: GatewayKey |
 
     @app.get("/health", tags=["ops"])
     async def health() -> JSONResponse:
-        return JSONResponse(health_payload(store, started, auth_enabled=gateway_key is not None))
+        return JSONResponse(health_payload(store, embedding, started, auth_enabled=gateway_key is not None))
 
     plane = DataPlane(auth, memory, settings.max_body_bytes, settings.strict_isolation)
     plane.mount(app, DATA_ROUTES)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from memhub.memory.atomic import DEFAULT_PRIORITY, MEMORY_TYPES
 from memhub.memory.paths import path_problem
+from memhub.retrieval.hybrid import SearchOptions
 from memhub.timeutil import parse_iso_ms
 
 MAX_CONTENT_CHARS = 8192
@@ -121,7 +122,30 @@ class ConversationQuery(TimeRange, Paging):
     pass
 
 
-class ConversationSearch(TimeRange):
+class SearchKnobs(BaseModel):
+    """memhub extensions to the search bodies; the original's clients never send them."""
+
+    min_score: float | None = Field(
+        None, ge=0, le=2, validation_alias=AliasChoices("min_score", "score_threshold", "scoreThreshold")
+    )
+    recency_half_life_days: float | None = Field(None, gt=0, le=36_500)
+    dedupe: bool = True
+    max_chars: int | None = Field(None, ge=0, le=10_000_000)
+    max_tokens: int | None = Field(None, ge=0, le=10_000_000)
+
+    def options(self, limit: int) -> SearchOptions:
+        """The engine's options for this request."""
+        return SearchOptions(
+            limit=limit,
+            min_score=self.min_score,
+            recency_half_life_days=self.recency_half_life_days,
+            dedupe=self.dedupe,
+            max_chars=self.max_chars,
+            max_tokens=self.max_tokens,
+        )
+
+
+class ConversationSearch(TimeRange, SearchKnobs):
     query: Query
     limit: int = Field(5, ge=1, le=100)
 
@@ -178,7 +202,7 @@ class AtomicQuery(TimeRange, Paging):
     type: Annotated[str, Field(min_length=1, max_length=64)] | None = None
 
 
-class AtomicSearch(TimeRange):
+class AtomicSearch(TimeRange, SearchKnobs):
     query: Query
     limit: int = Field(5, ge=1, le=100)
     type: Annotated[str, Field(min_length=1, max_length=64)] | None = None

@@ -6,10 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from memhub.errors import Forbidden, NotFound
 from memhub.ids import atomic_id
-from memhub.retrieval.tokenize import query_terms
-from memhub.scope import Isolation
+from memhub.memory.embedding import EmbeddingRuntime
+from memhub.retrieval.hybrid import RecordView, SearchOptions, SearchOutcome, hybrid_search, priority_boost
+from memhub.retrieval.tokenize import QueryTerms, query_terms
+from memhub.scope import Isolation, MemoryScope
 from memhub.store import AtomicFilter, AtomicRecord, AuditContext, MemoryStore, NewAtomic
 from memhub.timeutil import now_ms
 
@@ -38,11 +42,40 @@ def audit_context(iso: Isolation, request_id: str) -> AuditContext:
     )
 
 
+ATOMIC_VIEW: RecordView[AtomicRecord] = RecordView(
+    key=lambda a: a.id,
+    text=lambda a: a.content,
+    time_ms=lambda a: a.updated_ms,
+    # Heat: every update and every extra source message is a time the memory was confirmed.
+    boost=lambda a: priority_boost(a.priority, a.version + max(len(a.source_message_ids) - 1, 0)),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _AtomicChannels:
+    """L1 search channels of one scope and filter."""
+
+    store: MemoryStore
+    scope: MemoryScope
+    terms: QueryTerms
+    flt: AtomicFilter
+
+    def lexical(self, limit: int) -> list[tuple[AtomicRecord, float]]:
+        return self.store.search_atomic(self.scope, self.terms, self.flt, limit)
+
+    def semantic(self, vector: np.ndarray, limit: int) -> list[tuple[AtomicRecord, float]]:
+        return self.store.vector_search_atomic(self.scope, vector, self.flt, limit)
+
+    def similarities(self, vector: np.ndarray, records: Sequence[AtomicRecord]) -> dict[str, float]:
+        return self.store.atomic_similarities(self.scope, vector, [a.id for a in records])
+
+
 class AtomicService:
     """Adds, updates, reads, searches and deletes L1 memories of one scope."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: MemoryStore, embedding: EmbeddingRuntime | None = None) -> None:
         self.store = store
+        self.embedding = embedding
 
     def add(self, iso: Isolation, items: Sequence[AtomicInput]) -> list[AtomicRecord]:
         """Store new memories (the pipeline and `atomic/add` share this path)."""
@@ -61,7 +94,10 @@ class AtomicService:
             )
             for item in items
         ]
-        return self.store.add_atomic(iso.memory, records)
+        added = self.store.add_atomic(iso.memory, records)
+        if self.embedding is not None:
+            self.embedding.nudge()
+        return added
 
     def update(
         self, iso: Isolation, memory_id: str, content: str, background: str | None, request_id: str
@@ -78,6 +114,8 @@ class AtomicService:
         )
         if updated is None:  # deleted between the check and the write
             raise NotFound(f"Atomic memory not found: {memory_id}")
+        if self.embedding is not None:
+            self.embedding.nudge()
         return updated
 
     def query(self, iso: Isolation, flt: AtomicFilter, limit: int, offset: int) -> tuple[list[AtomicRecord], int]:
@@ -88,9 +126,14 @@ class AtomicService:
         """How many memories match."""
         return self.store.count_atomic(iso.memory, flt)
 
-    def search(self, iso: Isolation, query: str, flt: AtomicFilter, limit: int) -> list[tuple[AtomicRecord, float]]:
-        """BM25 search; the type and time filters apply before the top-k, not after."""
-        return self.store.search_atomic(iso.memory, query_terms(query), flt, limit)
+    def search(
+        self, iso: Isolation, query: str, flt: AtomicFilter, options: SearchOptions
+    ) -> SearchOutcome[AtomicRecord]:
+        """Hybrid search weighted by priority and heat; type and time filters apply before the top-k."""
+        terms = query_terms(query)
+        channels = _AtomicChannels(self.store, iso.memory, terms, flt)
+        embed = self.embedding.embed_query if self.embedding is not None else None
+        return hybrid_search(query, not terms.empty, channels, ATOMIC_VIEW, options, embed, now_ms())
 
     def delete(self, iso: Isolation, ids: Sequence[str], request_id: str) -> int:
         """Delete memories of the caller's scope; ids of other scopes are left alone."""

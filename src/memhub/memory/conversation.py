@@ -8,12 +8,24 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from memhub.errors import Conflict
 from memhub.ids import message_id
-from memhub.retrieval.tokenize import query_terms
-from memhub.scope import Isolation
+from memhub.memory.embedding import EmbeddingRuntime
+from memhub.retrieval.hybrid import RecordView, SearchOptions, SearchOutcome, hybrid_search
+from memhub.retrieval.speakers import speaker_of
+from memhub.retrieval.tokenize import QueryTerms, query_terms
+from memhub.scope import Isolation, MemoryScope
 from memhub.store import MemoryStore, MessageFilter, MessageRecord, NewMessage
 from memhub.timeutil import now_ms
+
+MESSAGE_VIEW: RecordView[MessageRecord] = RecordView(
+    key=lambda m: m.id,
+    text=lambda m: m.content,
+    time_ms=lambda m: m.message_ms,
+    speaker=lambda m: speaker_of(m.content, m.metadata),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,11 +47,31 @@ class AddResult:
     replayed: bool
 
 
+@dataclass(frozen=True, slots=True)
+class _MessageChannels:
+    """L0 search channels of one scope and filter."""
+
+    store: MemoryStore
+    scope: MemoryScope
+    terms: QueryTerms
+    flt: MessageFilter
+
+    def lexical(self, limit: int) -> list[tuple[MessageRecord, float]]:
+        return self.store.search_messages(self.scope, self.terms, self.flt, limit)
+
+    def semantic(self, vector: np.ndarray, limit: int) -> list[tuple[MessageRecord, float]]:
+        return self.store.vector_search_messages(self.scope, vector, self.flt, limit)
+
+    def similarities(self, vector: np.ndarray, records: Sequence[MessageRecord]) -> dict[str, float]:
+        return self.store.message_similarities(self.scope, vector, [m.id for m in records])
+
+
 class ConversationService:
     """Writes, reads, searches and deletes L0 messages of one scope."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: MemoryStore, embedding: EmbeddingRuntime | None = None) -> None:
         self.store = store
+        self.embedding = embedding
 
     def add(
         self,
@@ -74,6 +106,8 @@ class ConversationService:
         ids, earlier_hash = self.store.add_messages(
             iso.memory, session_id, new, idempotency_key=idempotency_key, request_hash=request_hash
         )
+        if self.embedding is not None:
+            self.embedding.nudge()
         if earlier_hash is None:
             return AddResult(ids=ids, replayed=False)
         if earlier_hash != request_hash:
@@ -91,9 +125,14 @@ class ConversationService:
         """How many messages match."""
         return self.store.count_messages(iso.memory, flt)
 
-    def search(self, iso: Isolation, query: str, flt: MessageFilter, limit: int) -> list[tuple[MessageRecord, float]]:
-        """BM25 search over the scope's messages (time and session filters are honoured)."""
-        return self.store.search_messages(iso.memory, query_terms(query), flt, limit)
+    def search(
+        self, iso: Isolation, query: str, flt: MessageFilter, options: SearchOptions
+    ) -> SearchOutcome[MessageRecord]:
+        """Hybrid search over the scope's messages; session and time filters apply before the top-k."""
+        terms = query_terms(query)
+        channels = _MessageChannels(self.store, iso.memory, terms, flt)
+        embed = self.embedding.embed_query if self.embedding is not None else None
+        return hybrid_search(query, not terms.empty, channels, MESSAGE_VIEW, options, embed, now_ms())
 
     def delete(self, iso: Isolation, message_ids: Sequence[str], session_ids: Sequence[str]) -> int:
         """Delete by message ids and/or whole sessions, only inside the caller's scope."""

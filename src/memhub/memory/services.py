@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from memhub.memory.atomic import AtomicService
 from memhub.memory.conversation import ConversationService
 from memhub.memory.core import CoreService
+from memhub.memory.embedding import EmbeddingRuntime
 from memhub.memory.scenario import ScenarioService
 from memhub.store import MemoryStore
 
@@ -21,6 +22,11 @@ class MemoryServices:
     core: CoreService
 
     @classmethod
-    def over(cls, store: MemoryStore) -> MemoryServices:
-        """Build every service on the given store."""
-        return cls(ConversationService(store), AtomicService(store), ScenarioService(store), CoreService(store))
+    def over(cls, store: MemoryStore, embedding: EmbeddingRuntime | None = None) -> MemoryServices:
+        """Build every service on the given store (and embedder, for vector search)."""
+        return cls(
+            ConversationService(store, embedding),
+            AtomicService(store, embedding),
+            ScenarioService(store),
+            CoreService(store),
+        )

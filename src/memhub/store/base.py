@@ -5,6 +5,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
+import numpy as np
+
 from memhub.retrieval.tokenize import QueryTerms
 from memhub.scope import MemoryScope, ProfileScope
 from memhub.store.records import (
@@ -13,6 +15,8 @@ from memhub.store.records import (
     AuditContext,
     DocumentKind,
     DocumentRecord,
+    EmbeddingModel,
+    EmbeddingTask,
     MessageFilter,
     MessageRecord,
     NewAtomic,
@@ -109,6 +113,50 @@ class MemoryStore(ABC):
     @abstractmethod
     def delete_atomic(self, scope: MemoryScope, ids: Sequence[str], audit: AuditContext) -> list[AtomicRecord]:
         """Delete memories of the scope, one audit row each; returns what was deleted."""
+
+    # -- vectors -------------------------------------------------------------------------------
+    @abstractmethod
+    def embedding_model(self) -> EmbeddingModel | None:
+        """The model the stored vectors belong to, or None before the first one is chosen."""
+
+    @abstractmethod
+    def reset_embeddings(self, model: EmbeddingModel) -> None:
+        """Switch models: drop every vector and queue every record to be embedded again."""
+
+    @abstractmethod
+    def embedding_backlog(self) -> int:
+        """How many records are still waiting for a vector."""
+
+    @abstractmethod
+    def next_embedding_tasks(self, limit: int) -> list[EmbeddingTask]:
+        """The oldest records waiting for a vector, with the text to embed."""
+
+    @abstractmethod
+    def store_embeddings(self, model: EmbeddingModel, tasks: Sequence[EmbeddingTask], vectors: np.ndarray) -> int:
+        """Write vectors for tasks still current (a record changed or deleted since is skipped).
+
+        Raises ValueError, writing nothing, if `model` is not the store's model (vectors are never mixed).
+        """
+
+    @abstractmethod
+    def vector_search_messages(
+        self, scope: MemoryScope, vector: np.ndarray, flt: MessageFilter, limit: int
+    ) -> list[tuple[MessageRecord, float]]:
+        """Nearest messages by cosine, filtered by scope (and session/time) before the top-k."""
+
+    @abstractmethod
+    def vector_search_atomic(
+        self, scope: MemoryScope, vector: np.ndarray, flt: AtomicFilter, limit: int
+    ) -> list[tuple[AtomicRecord, float]]:
+        """Nearest memories by cosine, filtered by scope (and type/time) before the top-k."""
+
+    @abstractmethod
+    def message_similarities(self, scope: MemoryScope, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        """Cosine of the given messages to a vector (messages without a vector are left out)."""
+
+    @abstractmethod
+    def atomic_similarities(self, scope: MemoryScope, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        """Cosine of the given memories to a vector (memories without a vector are left out)."""
 
     # -- L2 scenes and L3 persona ------------------------------------------------------------
     @abstractmethod

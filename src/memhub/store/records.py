@@ -120,3 +120,24 @@ class AuditContext:
     user_id: str
     task_id: str
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+EmbeddingKind = Literal["l0", "l1"]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingModel:
+    """The model whose vectors the store holds; vectors of two models are never mixed."""
+
+    model_id: str
+    dim: int
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingTask:
+    """A record waiting for its vector: the text to embed and the queue position it was read at."""
+
+    kind: EmbeddingKind
+    ref: int
+    seq: int
+    text: str

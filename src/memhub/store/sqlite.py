@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from memhub.errors import StorageBusy
 from memhub.ids import audit_id
 from memhub.retrieval.tokenize import QueryTerms, index_text
@@ -22,19 +24,34 @@ from memhub.store.records import (
     AuditContext,
     DocumentKind,
     DocumentRecord,
+    EmbeddingKind,
+    EmbeddingModel,
+    EmbeddingTask,
     MessageFilter,
     MessageRecord,
     NewAtomic,
     NewMessage,
 )
-from memhub.store.sqlite_fts import FtsIndex, owner_prefix, qualify, rank_to_score
+from memhub.store.sqlite_context import (
+    CONTEXT_AFTER,
+    affected_by_delete,
+    appended_contexts,
+    embedding_context,
+    refresh_context,
+    session_tail,
+)
+from memhub.store.sqlite_fts import CONTEXT, GRAMS, WORDS, FtsIndex, owner_prefix, qualify, rank_to_score
 from memhub.store.sqlite_schema import MIGRATIONS
+from memhub.store.sqlite_vectors import ScopeVectors
 from memhub.timeutil import now_ms
 
 DB_FILENAME = "memhub.db"
+# Up to this many vectors a scope is searched exactly; above it an HNSW graph is built (stack.md §4).
+EXACT_VECTOR_LIMIT = 20_000
+EMBEDDING_MODEL_SETTING = "embedding.model"
 IDEMPOTENCY_RETENTION_MS = 7 * 24 * 3600 * 1000
 
-_MESSAGES_FTS = FtsIndex(fts="l0_fts", vocab="l0_vocab", content="l0_messages")
+_MESSAGES_FTS = FtsIndex(fts="l0_fts", vocab="l0_vocab", content="l0_messages", columns=(WORDS, GRAMS, CONTEXT))
 _ATOMIC_FTS = FtsIndex(fts="l1_fts", vocab="l1_vocab", content="l1_atomic")
 
 
@@ -45,7 +62,14 @@ def _json_or_none(value: Any) -> str | None:
 class SQLiteStore(MemoryStore):
     """One database file per data dir; safe for many threads of one process."""
 
-    def __init__(self, data_dir: Path | str, *, synchronous: str = "FULL", busy_timeout_ms: int = 10_000) -> None:
+    def __init__(
+        self,
+        data_dir: Path | str,
+        *,
+        synchronous: str = "FULL",
+        busy_timeout_ms: int = 10_000,
+        exact_vector_limit: int = EXACT_VECTOR_LIMIT,
+    ) -> None:
         self.path = Path(data_dir) / DB_FILENAME
         # Memories are private: a new data dir is owner-only, and so is the database (SQLite gives
         # its -wal and -shm files the database file's permissions).
@@ -60,7 +84,13 @@ class SQLiteStore(MemoryStore):
         self._connections_lock = threading.Lock()
         self._closed = False
         self._writer = self._connect()
+        self._vectors = {
+            "l0": ScopeVectors("l0", "l0_vectors", "l0_messages", exact_limit=exact_vector_limit),
+            "l1": ScopeVectors("l1", "l1_vectors", "l1_atomic", exact_limit=exact_vector_limit),
+        }
         self._migrate()
+        self._model = self.embedding_model()
+        self._set_dim(self._model.dim if self._model else 0)
 
     # -- connections ---------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -102,6 +132,9 @@ class SQLiteStore(MemoryStore):
                 yield con
             except BaseException:
                 con.execute("ROLLBACK")
+                # Cached vector indexes may hold this transaction's changes: rebuild them on demand.
+                for vectors in self._vectors.values():
+                    vectors.forget_all()
                 raise
             con.execute("COMMIT")
 
@@ -110,12 +143,15 @@ class SQLiteStore(MemoryStore):
             con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             row = con.execute("SELECT MAX(version) FROM schema_version").fetchone()
             current = row[0] or 0
-            for version, script in enumerate(MIGRATIONS, start=1):
+            for version, migration in enumerate(MIGRATIONS, start=1):
                 if version <= current:
                     continue
-                for statement in script.split(";"):
-                    if statement.strip():
-                        con.execute(statement)
+                if callable(migration):
+                    migration(con)
+                else:
+                    for statement in migration.split(";"):
+                        if statement.strip():
+                            con.execute(statement)
                 con.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
 
     def schema_version(self) -> int:
@@ -126,6 +162,8 @@ class SQLiteStore(MemoryStore):
         return "sqlite"
 
     def close(self) -> None:
+        for vectors in self._vectors.values():
+            vectors.close()
         with self._connections_lock:
             self._closed = True
             for con in self._connections:
@@ -189,7 +227,10 @@ class SQLiteStore(MemoryStore):
                 ).fetchone()
                 if row is not None:
                     return json.loads(row["ids_json"]), row["request_hash"]
-            for message, text in zip(messages, indexed, strict=True):
+            tail = session_tail(con, key, session_id)
+            contexts = appended_contexts([words for _, words in tail], [words for words, _ in indexed])
+            rowids: list[int] = []
+            for message, text, context in zip(messages, indexed, contexts, strict=True):
                 cur = con.execute(
                     "INSERT INTO l0_messages (id, scope_key, service_id, team_id, user_id, agent_id, "
                     "task_id, session_id, role, content, metadata_json, recorded_ms, message_ms) "
@@ -210,7 +251,14 @@ class SQLiteStore(MemoryStore):
                         message.message_ms,
                     ),
                 )
-                con.execute("INSERT INTO l0_fts (rowid, words, grams) VALUES (?, ?, ?)", (cur.lastrowid, *text))
+                con.execute(
+                    "INSERT INTO l0_fts (rowid, words, grams, context) VALUES (?, ?, ?, ?)",
+                    (cur.lastrowid, *text, context),
+                )
+                rowids.append(cur.lastrowid)
+            # The session's previous newest messages gain neighbours after them.
+            refresh_context(con, [rowid for rowid, _ in tail[-CONTEXT_AFTER:]] if CONTEXT_AFTER else [])
+            self._enqueue(con, "l0", rowids)
             ids = [m.id for m in messages]
             if idempotency_key is not None:
                 con.execute(
@@ -294,10 +342,26 @@ class SQLiteStore(MemoryStore):
                         [key, *chunk],
                     )
                 ]
-            for chunk in _chunks(sorted(set(rowids)), 500):
+            doomed = sorted(set(rowids))
+            survivors: list[int] = []
+            for chunk in _chunks(doomed, 500):
+                marks = ",".join("?" * len(chunk))
+                sessions = con.execute(
+                    f"SELECT rowid, session_id FROM l0_messages WHERE rowid IN ({marks})", chunk
+                ).fetchall()
+                for rowid, session_id in sessions:
+                    survivors += affected_by_delete(con, key, session_id, rowid)
+            for chunk in _chunks(doomed, 500):
                 marks = ",".join("?" * len(chunk))
                 deleted += con.execute(f"DELETE FROM l0_messages WHERE rowid IN ({marks})", chunk).rowcount
                 con.execute(f"DELETE FROM l0_fts WHERE rowid IN ({marks})", chunk)
+                con.execute(f"DELETE FROM embedding_queue WHERE kind = 'l0' AND ref IN ({marks})", chunk)
+            self._vectors["l0"].remove(con, key, doomed)
+            gone = set(doomed)
+            # Deleted words must not linger in a neighbour's context, nor in its vector.
+            touched = [r for r in dict.fromkeys(survivors) if r not in gone]
+            refresh_context(con, touched)
+            self._reembed(con, "l0", key, touched)
         return deleted
 
     # -- L1 ------------------------------------------------------------------------------
@@ -352,6 +416,7 @@ class SQLiteStore(MemoryStore):
                     ),
                 )
                 con.execute("INSERT INTO l1_fts (rowid, words, grams) VALUES (?, ?, ?)", (cur.lastrowid, *text))
+                self._enqueue(con, "l1", [cur.lastrowid])
             marks = ",".join("?" * len(records))
             rows = con.execute(
                 f"SELECT * FROM l1_atomic WHERE id IN ({marks}) ORDER BY rowid", [r.id for r in records]
@@ -393,6 +458,7 @@ class SQLiteStore(MemoryStore):
                 "INSERT INTO l1_fts (rowid, words, grams) VALUES (?, ?, ?)",
                 (row["rowid"], *qualify(owner_prefix(row["scope_key"]), plain)),
             )
+            self._reembed(con, "l1", row["scope_key"], [row["rowid"]])
             self._audit(con, service_id, atomic_id, "L1", "update", row["version"] + 1, now_ms, audit)
             updated = con.execute("SELECT * FROM l1_atomic WHERE rowid = ?", (row["rowid"],)).fetchone()
         return self._atomic(updated)
@@ -441,12 +507,171 @@ class SQLiteStore(MemoryStore):
                 rows = con.execute(
                     f"SELECT rowid, * FROM l1_atomic WHERE scope_key = ? AND id IN ({marks})", [scope.key, *chunk]
                 ).fetchall()
+                self._vectors["l1"].remove(con, scope.key, [row["rowid"] for row in rows])
                 for row in rows:
                     con.execute("DELETE FROM l1_atomic WHERE rowid = ?", (row["rowid"],))
                     con.execute("DELETE FROM l1_fts WHERE rowid = ?", (row["rowid"],))
+                    con.execute("DELETE FROM embedding_queue WHERE kind = 'l1' AND ref = ?", (row["rowid"],))
                     self._audit(con, scope.service_id, row["id"], "L1", "delete", row["version"], stamp, audit)
                     deleted.append(self._atomic(row))
         return deleted
+
+    # -- vectors ---------------------------------------------------------------------------
+    def _set_dim(self, dim: int) -> None:
+        for vectors in self._vectors.values():
+            vectors.dim = dim
+
+    def _sync_model(self) -> None:
+        """Follow a model adopted or changed by another process (the cached indexes would be wrong)."""
+        model = self.embedding_model()
+        if model != self._model:
+            for vectors in self._vectors.values():
+                vectors.forget_all()
+            self._model = model
+            self._set_dim(model.dim if model else 0)
+
+    @staticmethod
+    def _enqueue(con: sqlite3.Connection, kind: EmbeddingKind, refs: Sequence[int]) -> None:
+        # REPLACE gives a record already waiting a new seq, so a vector of its old text is dropped.
+        con.executemany(
+            "INSERT OR REPLACE INTO embedding_queue (kind, ref) VALUES (?, ?)", [(kind, ref) for ref in refs]
+        )
+
+    def _reembed(self, con: sqlite3.Connection, kind: EmbeddingKind, scope_key: str, refs: Sequence[int]) -> None:
+        """The text behind these vectors changed: drop them (searches fall back to BM25) and queue anew."""
+        if refs:
+            self._vectors[kind].remove(con, scope_key, refs)
+            self._enqueue(con, kind, refs)
+
+    def embedding_model(self) -> EmbeddingModel | None:
+        raw = self.get_setting(EMBEDDING_MODEL_SETTING)
+        if raw is None:
+            return None
+        stored = json.loads(raw)
+        return EmbeddingModel(model_id=stored["model_id"], dim=int(stored["dim"]))
+
+    def reset_embeddings(self, model: EmbeddingModel) -> None:
+        with self._write() as con:
+            con.execute("DELETE FROM l0_vectors")
+            con.execute("DELETE FROM l1_vectors")
+            con.execute("DELETE FROM embedding_queue")
+            # Epochs keep counting up, so another process's cached indexes are seen to be stale.
+            con.execute("UPDATE vector_epochs SET epoch = epoch + 1")
+            con.execute("INSERT INTO embedding_queue (kind, ref) SELECT 'l0', rowid FROM l0_messages ORDER BY rowid")
+            con.execute("INSERT INTO embedding_queue (kind, ref) SELECT 'l1', rowid FROM l1_atomic ORDER BY rowid")
+            value = json.dumps({"model_id": model.model_id, "dim": model.dim})
+            con.execute(
+                "INSERT INTO instance_settings (name, value) VALUES (?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                (EMBEDDING_MODEL_SETTING, value),
+            )
+            for vectors in self._vectors.values():
+                vectors.forget_all()
+            self._model = model
+            self._set_dim(model.dim)
+
+    def embedding_backlog(self) -> int:
+        return self._reader().execute("SELECT COUNT(*) FROM embedding_queue").fetchone()[0]
+
+    def next_embedding_tasks(self, limit: int) -> list[EmbeddingTask]:
+        con = self._reader()
+        rows = con.execute("SELECT seq, kind, ref FROM embedding_queue ORDER BY seq LIMIT ?", (limit,)).fetchall()
+        tasks: list[EmbeddingTask] = []
+        for seq, kind, ref in rows:
+            text = self._embedding_text(con, kind, ref)
+            if text is not None:
+                tasks.append(EmbeddingTask(kind=kind, ref=ref, seq=seq, text=text))
+        return tasks
+
+    @staticmethod
+    def _embedding_text(con: sqlite3.Connection, kind: str, ref: int) -> str | None:
+        if kind == "l1":
+            row = con.execute("SELECT content FROM l1_atomic WHERE rowid = ?", (ref,)).fetchone()
+            return None if row is None else row[0]
+        row = con.execute("SELECT scope_key, session_id, content FROM l0_messages WHERE rowid = ?", (ref,)).fetchone()
+        if row is None:
+            return None
+        before = embedding_context(con, row[0], row[1], ref)
+        return "\n".join([*before, row[2]])
+
+    def store_embeddings(self, model: EmbeddingModel, tasks: Sequence[EmbeddingTask], vectors: np.ndarray) -> int:
+        if vectors.shape != (len(tasks), model.dim):
+            raise ValueError(f"vectors: expected shape ({len(tasks)}, {model.dim}), got {vectors.shape}")
+        written = 0
+        with self._write() as con:
+            stored = con.execute(
+                "SELECT value FROM instance_settings WHERE name = ?", (EMBEDDING_MODEL_SETTING,)
+            ).fetchone()
+            if stored is None or json.loads(stored[0]) != {"model_id": model.model_id, "dim": model.dim}:
+                raise ValueError(f"vectors of {model.model_id} refused: the store holds another model's vectors")
+            by_scope: dict[tuple[str, str], tuple[list[int], list[np.ndarray]]] = {}
+            for task, vector in zip(tasks, vectors, strict=True):
+                # Only the queue entry the task was read from counts: a newer one means newer text.
+                if con.execute("DELETE FROM embedding_queue WHERE seq = ?", (task.seq,)).rowcount != 1:
+                    continue
+                table = "l0_messages" if task.kind == "l0" else "l1_atomic"
+                row = con.execute(f"SELECT scope_key FROM {table} WHERE rowid = ?", (task.ref,)).fetchone()
+                if row is None:
+                    continue
+                keys, vecs = by_scope.setdefault((task.kind, row[0]), ([], []))
+                keys.append(task.ref)
+                vecs.append(vector)
+            for (kind, scope_key), (keys, vecs) in by_scope.items():
+                self._vectors[kind].upsert(con, scope_key, keys, np.vstack(vecs).astype(np.float32))
+                written += len(keys)
+        return written
+
+    def _allowed(self, table: str, where: str, params: Sequence[Any]) -> list[int]:
+        return [r[0] for r in self._reader().execute(f"SELECT rowid FROM {table} WHERE {where}", params)]
+
+    def _by_rowid(self, table: str, rowids: Sequence[int]) -> dict[int, sqlite3.Row]:
+        if not rowids:
+            return {}
+        marks = ",".join("?" * len(rowids))
+        rows = self._reader().execute(f"SELECT rowid, * FROM {table} WHERE rowid IN ({marks})", list(rowids))
+        return {r["rowid"]: r for r in rows}
+
+    def vector_search_messages(
+        self, scope: MemoryScope, vector: np.ndarray, flt: MessageFilter, limit: int
+    ) -> list[tuple[MessageRecord, float]]:
+        self._sync_model()
+        allowed = None
+        if flt != MessageFilter():
+            allowed = self._allowed("l0_messages", *self._message_where(scope, flt))
+        hits = self._vectors["l0"].search(self._reader(), scope.key, vector, limit, allowed)
+        rows = self._by_rowid("l0_messages", [k for k, _ in hits])
+        return [(self._message(rows[k]), s) for k, s in hits if k in rows and rows[k]["scope_key"] == scope.key]
+
+    def vector_search_atomic(
+        self, scope: MemoryScope, vector: np.ndarray, flt: AtomicFilter, limit: int
+    ) -> list[tuple[AtomicRecord, float]]:
+        self._sync_model()
+        allowed = None
+        if flt != AtomicFilter():
+            allowed = self._allowed("l1_atomic", *self._atomic_where(scope, flt))
+        hits = self._vectors["l1"].search(self._reader(), scope.key, vector, limit, allowed)
+        rows = self._by_rowid("l1_atomic", [k for k, _ in hits])
+        return [(self._atomic(rows[k]), s) for k, s in hits if k in rows and rows[k]["scope_key"] == scope.key]
+
+    def _similarities(
+        self, kind: EmbeddingKind, table: str, scope: MemoryScope, vector: np.ndarray, ids: Sequence[str]
+    ) -> dict[str, float]:
+        if not ids:
+            return {}
+        self._sync_model()
+        marks = ",".join("?" * len(ids))
+        rows = self._reader().execute(
+            f"SELECT rowid, id FROM {table} WHERE scope_key = ? AND id IN ({marks})", [scope.key, *ids]
+        )
+        by_rowid = {r[0]: r[1] for r in rows}
+        hits = self._vectors[kind].search(self._reader(), scope.key, vector, len(by_rowid), list(by_rowid))
+        return {by_rowid[k]: s for k, s in hits if k in by_rowid}
+
+    def message_similarities(self, scope: MemoryScope, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        return self._similarities("l0", "l0_messages", scope, vector, ids)
+
+    def atomic_similarities(self, scope: MemoryScope, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        return self._similarities("l1", "l1_atomic", scope, vector, ids)
 
     # -- L2 / L3 -------------------------------------------------------------------------
     @staticmethod

@@ -29,19 +29,32 @@ import sqlite3
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from memhub.retrieval.tokenize import IndexText, QueryTerms, fts_or
 
 POSTING_BUDGET = 4_000
 CANDIDATE_FACTOR = 8
 MIN_CANDIDATES = 64
-_COLUMNS = ("words", "grams")
-_COLUMN_WEIGHTS = {"words": 1.0, "grams": 0.5}  # bigrams back up the words
-_WEIGHTS = ", ".join(str(_COLUMN_WEIGHTS[c]) for c in _COLUMNS)
 _K1, _B = 1.2, 0.75  # FTS5's bm25() constants
 
 Term = tuple[str, str]  # (column, unqualified term)
+
+
+@dataclass(frozen=True, slots=True)
+class FtsColumn:
+    """One column of an FTS table: its bm25 weight and which query terms are looked up in it."""
+
+    name: str
+    weight: float
+    terms: Literal["words", "grams"]
+
+
+WORDS = FtsColumn("words", 1.0, "words")
+GRAMS = FtsColumn("grams", 0.5, "grams")  # CJK bigrams back up the segmented words
+# The words of neighbouring turns, so a reply is found by the question it answers ("Which book?"
+# → "The Alchemist"). Weighted low: a turn's own words must still win. Tuned on LoCoMo (bench/locomo.py).
+CONTEXT = FtsColumn("context", 0.3, "words")
 
 
 def owner_prefix(scope_key: str) -> str:
@@ -51,10 +64,12 @@ def owner_prefix(scope_key: str) -> str:
 
 def qualify(prefix: str, text: IndexText) -> tuple[str, str]:
     """Index columns (words, grams) with every term qualified by the owner prefix."""
-    return (
-        " ".join(prefix + t for t in text.words.split()),
-        " ".join(prefix + t for t in text.grams.split()),
-    )
+    return qualify_terms(prefix, text.words), qualify_terms(prefix, text.grams)
+
+
+def qualify_terms(prefix: str, terms: str) -> str:
+    """Space-joined terms, each qualified by the owner prefix."""
+    return " ".join(prefix + t for t in terms.split())
 
 
 def rank_to_score(rank: float) -> float:
@@ -84,15 +99,23 @@ def _varints(blob: bytes) -> list[int]:
 
 @dataclass(frozen=True, slots=True)
 class FtsIndex:
-    """One FTS5 table (words, grams) whose rowids are the rowids of a content table."""
+    """One FTS5 table whose rowids are the rowids of a content table."""
 
     fts: str
     vocab: str
     content: str
+    columns: tuple[FtsColumn, ...] = (WORDS, GRAMS)
+
+    @property
+    def _weights(self) -> str:
+        return ", ".join(str(c.weight) for c in self.columns)
+
+    def _column_terms(self, terms: QueryTerms) -> list[Term]:
+        return [(c.name, t) for c in self.columns for t in (terms.words if c.terms == "words" else terms.grams)]
 
     # -- statistics ------------------------------------------------------------------------
     def _document_frequencies(self, con: sqlite3.Connection, prefix: str, terms: QueryTerms) -> dict[Term, int]:
-        wanted = {("words", prefix + t): t for t in terms.words} | {("grams", prefix + t): t for t in terms.grams}
+        wanted = {(col, prefix + t): t for col, t in self._column_terms(terms)}
         qualified = sorted({term for _, term in wanted})
         marks = ",".join("?" * len(qualified))
         rows = con.execute(f"SELECT term, col, doc FROM {self.vocab} WHERE term IN ({marks})", qualified)
@@ -106,18 +129,21 @@ class FtsIndex:
         return n_rows, (sum(values[1:]) / n_rows if n_rows else 0.0)
 
     # -- expressions -------------------------------------------------------------------------
-    @staticmethod
-    def _any_of(prefix: str, terms: Sequence[Term]) -> str:
+    def _any_of(self, prefix: str, terms: Sequence[Term]) -> str:
         parts = []
-        for col in _COLUMNS:
-            mine = tuple(prefix + t for c, t in terms if c == col)
+        for col in self.columns:
+            mine = tuple(prefix + t for c, t in terms if c == col.name)
             if mine:
-                parts.append(f"{col} : ({fts_or(mine)})")
+                parts.append(f"{col.name} : ({fts_or(mine)})")
         return " OR ".join(parts)
 
     @staticmethod
     def _all_of(prefix: str, terms: Sequence[Term]) -> str:
-        return " AND ".join(f'{col} : "{prefix}{t}"' for col, t in terms)
+        """Every distinct term, each found in any of the columns it is looked up in."""
+        columns: dict[str, list[str]] = {}
+        for col, term in terms:
+            columns.setdefault(term, []).append(col)
+        return " AND ".join(f'{{{" ".join(cols)}}} : "{prefix}{term}"' for term, cols in columns.items())
 
     # -- search ------------------------------------------------------------------------------
     def search(
@@ -161,7 +187,7 @@ class FtsIndex:
         if narrowed:
             # Session/time/type filters must apply before the top-k, so rank the joined rows.
             sql = (
-                f"SELECT {columns}, bm25({self.fts}, {_WEIGHTS}) AS rank_ FROM {self.fts} "
+                f"SELECT {columns}, bm25({self.fts}, {self._weights}) AS rank_ FROM {self.fts} "
                 f"JOIN {self.content} c ON c.rowid = {self.fts}.rowid "
                 f"WHERE {self.fts} MATCH ? AND {self.fts}.rowid >= ? AND {where} ORDER BY rank_ LIMIT ?"
             )
@@ -171,8 +197,8 @@ class FtsIndex:
             # join only the winners (joining first would drag every match's row through the sort).
             # `where` still checks the exact scope, so a prefix collision can never leak a record.
             sql = (
-                f"SELECT {columns}, f.rank_ FROM (SELECT rowid, bm25({self.fts}, {_WEIGHTS}) AS rank_ FROM {self.fts} "
-                f"WHERE {self.fts} MATCH ? AND rowid >= ? ORDER BY rank_ LIMIT ?) f "
+                f"SELECT {columns}, f.rank_ FROM (SELECT rowid, bm25({self.fts}, {self._weights}) AS rank_ "
+                f"FROM {self.fts} WHERE {self.fts} MATCH ? AND rowid >= ? ORDER BY rank_ LIMIT ?) f "
                 f"JOIN {self.content} c ON c.rowid = f.rowid WHERE {where} ORDER BY f.rank_"
             )
             rows = con.execute(sql, [expression, floor, limit, *params]).fetchall()
@@ -203,7 +229,7 @@ class FtsIndex:
         # Only rowids here: the few winners' rows are read once, after exact scoring.
         ranked = self._ranked(con, rare, floor, where, params, fetch, narrowed, columns="c.rowid")
         candidates = {r["rowid"] for r, _ in ranked}
-        if len(present) > 1:
+        if len({term for _, term in present}) > 1:
             candidates |= self._newest_with_all(con, self._all_of(prefix, present), where, params, fetch)
         if not candidates:
             return []
@@ -249,16 +275,17 @@ class FtsIndex:
         idf = {t: max(math.log((n_rows - df[t] + 0.5) / (df[t] + 0.5)), 1e-6) for t in terms}
         marks = ",".join("?" * len(rowids))
         scores: dict[int, float] = {}
-        for rowid, words, grams in con.execute(
-            f"SELECT rowid, words, grams FROM {self.fts} WHERE rowid IN ({marks})", list(rowids)
-        ):
-            columns = {"words": words.split(), "grams": grams.split()}
-            counts = {col: Counter(tokens) for col, tokens in columns.items()}
-            length = len(columns["words"]) + len(columns["grams"])
+        names = [c.name for c in self.columns]
+        weights = {c.name: c.weight for c in self.columns}
+        sql = f"SELECT rowid, {', '.join(names)} FROM {self.fts} WHERE rowid IN ({marks})"
+        for rowid, *texts in con.execute(sql, list(rowids)):
+            tokens = {name: (text or "").split() for name, text in zip(names, texts, strict=True)}
+            counts = {name: Counter(column) for name, column in tokens.items()}
+            length = sum(len(column) for column in tokens.values())
             norm = _K1 * (1 - _B + _B * length / avg_len) if avg_len else _K1
             score = 0.0
             for col, term in terms:
-                freq = _COLUMN_WEIGHTS[col] * counts[col][prefix + term]
+                freq = weights[col] * counts[col][prefix + term]
                 if freq:
                     score += idf[(col, term)] * freq * (_K1 + 1) / (freq + norm)
             scores[rowid] = -score

@@ -2,11 +2,65 @@
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
+
+from memhub.store.sqlite_context import refresh_context
+
+Migration = str | Callable[[sqlite3.Connection], None]
+
+
+def _neighbour_context_and_vectors(con: sqlite3.Connection) -> None:
+    """v2: a `context` column for L0 full text (sqlite_context.py), vectors and the embedding queue.
+
+    FTS5 tables cannot gain a column, so l0_fts is rebuilt; the stored terms are copied, not
+    re-tokenized. Every existing record is queued for embedding.
+    """
+    con.execute("DROP TABLE l0_vocab")
+    con.execute("ALTER TABLE l0_fts RENAME TO l0_fts_v1")
+    con.execute(
+        "CREATE VIRTUAL TABLE l0_fts USING fts5(words, grams, context, tokenize = 'unicode61 remove_diacritics 0')"
+    )
+    con.execute("INSERT INTO l0_fts (rowid, words, grams, context) SELECT rowid, words, grams, '' FROM l0_fts_v1")
+    con.execute("DROP TABLE l0_fts_v1")
+    con.execute("CREATE VIRTUAL TABLE l0_vocab USING fts5vocab(l0_fts, 'col')")
+    con.execute("CREATE INDEX l0_by_scope_session_order ON l0_messages (scope_key, session_id, rowid)")
+    refresh_context(con, [r[0] for r in con.execute("SELECT rowid FROM l0_messages ORDER BY rowid")])
+    for statement in _VECTORS.split(";"):
+        if statement.strip():
+            con.execute(statement)
+    con.execute("INSERT INTO embedding_queue (kind, ref) SELECT 'l0', rowid FROM l0_messages ORDER BY rowid")
+    con.execute("INSERT INTO embedding_queue (kind, ref) SELECT 'l1', rowid FROM l1_atomic ORDER BY rowid")
+
+
+# Vectors are float32 BLOBs keyed by their record's rowid: the source of truth from which each
+# scope's in-memory index is built. A record waits in embedding_queue until its vector is written
+# (seq orders the work; re-queueing a record gives it a new seq, so a vector computed from stale
+# text is recognised and dropped). vector_epochs counts changes per scope so that a process sees
+# when another process changed a scope it has cached.
+_VECTORS = """
+    CREATE TABLE l0_vectors (rowid INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+    CREATE TABLE l1_vectors (rowid INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+    CREATE TABLE embedding_queue (
+        seq  INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        ref  INTEGER NOT NULL,
+        UNIQUE (kind, ref)
+    );
+    CREATE TABLE vector_epochs (
+        kind      TEXT NOT NULL,
+        scope_key TEXT NOT NULL,
+        epoch     INTEGER NOT NULL,
+        PRIMARY KEY (kind, scope_key)
+    ) WITHOUT ROWID;
+"""
+
+
 # Terms are produced by memhub.retrieval.tokenize (stemmed, CJK-segmented), so the FTS tokenizer
 # only splits on spaces; the fts5vocab tables expose each term's document frequency.
 # Every indexed term carries its owner's prefix (see sqlite_fts.py), so every search reads only
 # its scope's postings: filtered inside the index, never a global top-k followed by a filter.
-MIGRATIONS: list[str] = [
+MIGRATIONS: list[Migration] = [
     """
     CREATE TABLE instance_settings (
         name  TEXT PRIMARY KEY,
@@ -104,4 +158,5 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX audit_by_service_time ON memory_audit (service_id, updated_at_ms);
     """,
+    _neighbour_context_and_vectors,
 ]

@@ -65,8 +65,11 @@ def query(call: Call, body: AtomicQuery) -> dict[str, Any]:
 
 
 def search(call: Call, body: AtomicSearch) -> dict[str, Any]:
-    hits = call.memory.atomic.search(call.isolation, body.query, _filter(body), body.limit)
-    return {"items": [{**atomic_view(a), "score": round(score, 6)} for a, score in hits]}
+    outcome = call.memory.atomic.search(call.isolation, body.query, _filter(body), body.options(body.limit))
+    return {
+        "items": [{**atomic_view(h.record), "score": round(h.score, 6)} for h in outcome.hits],
+        "strategy": outcome.strategy,
+    }
 
 
 def delete(call: Call, body: AtomicDelete) -> dict[str, Any]:

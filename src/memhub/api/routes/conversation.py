@@ -73,8 +73,11 @@ def query(call: Call, body: ConversationQuery) -> dict[str, Any]:
 
 def search(call: Call, body: ConversationSearch) -> dict[str, Any]:
     flt = _filter(body, call.isolation.session_id)
-    hits = call.memory.conversation.search(call.isolation, body.query, flt, body.limit)
-    return {"messages": [{**message_view(m), "score": round(score, 6)} for m, score in hits]}
+    outcome = call.memory.conversation.search(call.isolation, body.query, flt, body.options(body.limit))
+    return {
+        "messages": [{**message_view(h.record), "score": round(h.score, 6)} for h in outcome.hits],
+        "strategy": outcome.strategy,
+    }
 
 
 def delete(call: Call, body: ConversationDelete) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""GET /health: open, never authenticated, in the original's shape."""
+"""GET /health: open, never authenticated, in the original's shape plus embedding status."""
 
 from __future__ import annotations
 
@@ -6,25 +6,39 @@ import time
 from typing import Any
 
 from memhub import __version__
+from memhub.memory.embedding import EmbeddingRuntime, status_view
 from memhub.store import MemoryStore
 
 
-def health_payload(store: MemoryStore, started: float, *, auth_enabled: bool) -> dict[str, Any]:
-    """Status, version, uptime, stores and services (spec §2.8)."""
+def health_payload(
+    store: MemoryStore, embedding: EmbeddingRuntime | None, started: float, *, auth_enabled: bool
+) -> dict[str, Any]:
+    """Status, version, uptime, stores, services and the embedding backlog (spec §2.8).
+
+    `embedding_backlog` counts records still without a vector; callers that need vector search
+    over what they just wrote (benchmarks, imports) wait for it to reach 0.
+    """
+    state = embedding.status() if embedding is not None and embedding.embedder is not None else None
+    # Without an embedder nothing is pending: records stay queued (so that enabling a model later
+    # embeds them) but no one should wait for them.
+    backlog = state.backlog if state is not None else 0
     return {
         "status": "ok",
         "version": __version__,
         "uptime": round(time.monotonic() - started, 3),
         "stores": {
-            "vectorStore": "none",
-            "embeddingService": "none",
+            "vectorStore": f"{store.backend_name()}-vectors" if state and state.model else "none",
+            "embeddingService": state.model if state and state.model else "none",
             "fullText": "fts5-bm25",
             "database": store.backend_name(),
         },
         "services": {
             "timerScanner": {"running": False},
             "pipelineWorker": {"running": False},
+            "embeddingWorker": {"running": state is not None and state.state not in ("off", "error")},
             "stateBackend": "connected",
         },
+        "embedding": status_view(state) if state is not None else {"provider": "none", "backlog": 0},
+        "embedding_backlog": backlog,
         "auth": "gateway-key" if auth_enabled else "disabled",
     }

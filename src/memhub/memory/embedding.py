@@ -1,0 +1,249 @@
+"""The instance's embedder at work: vectors for records in the background, and for queries on demand.
+
+Writes never wait for a model. `conversation/add` and `atomic/add` commit with BM25 indexed and the
+record queued; a worker thread embeds the queue in batches and stores the vectors. When the
+provider is down or slow the worker backs off and the queue simply waits — searches meanwhile use
+BM25 and say so — and it drains once the provider answers again.
+
+Vectors of two models are never compared: the store records the model that made its vectors, and
+a different model is refused (`ModelMismatch`) until `memhub reembed` has rebuilt them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from memhub.retrieval.embed import Embedder, EmbeddingError
+from memhub.retrieval.packing import truncate_to_tokens
+from memhub.store import EmbeddingModel, MemoryStore
+
+log = logging.getLogger("memhub.embedding")
+
+QUERY_CACHE_SIZE = 1024
+# A query is embedded from its first ~128 tokens only: a 2,048-character Chinese query would
+# otherwise take e5 about 10 s, and the words that matter in a question come first.
+QUERY_MAX_TOKENS = 128
+QUERY_COOL_DOWN_S = 10.0  # after a failed query embedding, searches skip the provider this long
+MAX_BACKOFF_S = 30.0
+
+
+class ModelMismatch(RuntimeError):
+    """The configured embedder is not the one whose vectors the store holds."""
+
+
+def mismatch_message(stored: EmbeddingModel, model_id: str, dim: int) -> str:
+    """What to tell an operator who changed the embedding model."""
+    return (
+        f"the store holds vectors of {stored.model_id} ({stored.dim}-d) but the configured embedder is "
+        f"{model_id} ({dim}-d); run `memhub reembed` to rebuild the vectors with the new model, "
+        "or configure the old one again"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerState:
+    """What /health reports about embedding."""
+
+    provider: str
+    model: str | None
+    dim: int | None
+    backlog: int
+    state: str  # off | starting | running | idle | backing-off | error
+    last_error: str | None
+
+
+class EmbeddingRuntime:
+    """Owns the embedder: a background worker for records, and cached query vectors for searches."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        embedder: Embedder | None,
+        *,
+        provider: str,
+        query_embedder: Embedder | None = None,
+        batch_size: int = 32,
+        idle_poll_s: float = 0.25,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.query_embedder = query_embedder or embedder
+        self.provider = provider if embedder is not None else "none"
+        self.batch_size = batch_size
+        self.idle_poll_s = idle_poll_s
+        self._ready = False
+        self._state = "off" if embedder is None else "starting"
+        self._last_error: str | None = None
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        self._query_down_until = 0.0
+
+    # -- model identity --------------------------------------------------------------------------
+    def check_model(self) -> bool:
+        """Adopt or verify the store's model; False while the provider cannot tell its dimension yet.
+
+        Raises ModelMismatch when the store holds vectors of another model.
+        """
+        if self.embedder is None:
+            return False
+        dim = self.embedder.dim  # an OpenAI-compatible provider may need a first call to know it
+        stored = self.store.embedding_model()
+        if stored is None:
+            self.store.reset_embeddings(EmbeddingModel(self.embedder.model_id, dim))
+        elif (stored.model_id, stored.dim) != (self.embedder.model_id, dim):
+            raise ModelMismatch(mismatch_message(stored, self.embedder.model_id, dim))
+        self._ready = True
+        return True
+
+    # -- background worker -------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the worker thread (no-op without an embedder)."""
+        if self.embedder is None or self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="memhub-embedder", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the worker; a batch in flight finishes or is dropped (its records stay queued)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def nudge(self) -> None:
+        """New records were queued: wake the worker now instead of at its next poll."""
+        self._wake.set()
+
+    def _run(self) -> None:
+        backoff = 1.0
+        while not self._stop.is_set():
+            try:
+                if not self._ready and not self.check_model():
+                    return
+                worked = self.run_once()
+                backoff = 1.0
+                if not worked:
+                    self._state = "idle"
+                    self._wake.wait(self.idle_poll_s)
+                    self._wake.clear()
+            except ModelMismatch as exc:
+                self._state, self._last_error = "error", str(exc)
+                log.error("embedding stopped: %s", exc)
+                return
+            except Exception as exc:  # the worker must outlive any failure
+                # Provider down or slow, a storage hiccup: the records stay queued; try again later.
+                self._state, self._last_error = "backing-off", _describe(exc)
+                log.warning("embedding batch failed (retrying in %.0f s): %s", backoff, self._last_error)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    def run_once(self) -> bool:
+        """Embed one batch of queued records; False when the queue is empty."""
+        assert self.embedder is not None
+        tasks = self.store.next_embedding_tasks(self.batch_size)
+        if not tasks:
+            return False
+        self._state = "running"
+        vectors = self.embedder.embed_documents([t.text for t in tasks])
+        try:
+            self.store.store_embeddings(EmbeddingModel(self.embedder.model_id, self.embedder.dim), tasks, vectors)
+        except ValueError as exc:
+            # `memhub reembed` switched the store to another model under this process.
+            raise ModelMismatch(str(exc)) from exc
+        self._last_error = None
+        return True
+
+    def drain(self, timeout: float = 60.0) -> bool:
+        """Embed until the queue is empty (for `memhub reembed` and tests); False on timeout."""
+        deadline = time.monotonic() + timeout
+        if not self._ready:
+            self.check_model()
+        while time.monotonic() < deadline:
+            if not self.run_once():
+                return True
+        return self.store.embedding_backlog() == 0
+
+    # -- queries -------------------------------------------------------------------------------------
+    def embed_query(self, text: str) -> np.ndarray | None:
+        """The query's vector, or None when vectors cannot be used now (no model, provider down)."""
+        if self.query_embedder is None or not self._ready:
+            return None
+        stored = self.store.embedding_model()
+        if stored is None or stored.model_id != self.query_embedder.model_id:
+            # Another process (`memhub reembed`) moved the store to another model: never compare across models.
+            self._ready = False
+            self._state, self._last_error = "error", "the store's embedding model changed; restart memhub"
+            return None
+        with self._cache_lock:
+            cached = self._cache.get(text)
+            if cached is not None:
+                self._cache.move_to_end(text)
+                return cached
+        if time.monotonic() < self._query_down_until:
+            raise EmbeddingError("the embedding provider failed recently; cooling down")
+        try:
+            vector = self.query_embedder.embed_query(truncate_to_tokens(text, QUERY_MAX_TOKENS))
+        except EmbeddingError:
+            self._query_down_until = time.monotonic() + QUERY_COOL_DOWN_S
+            raise
+        with self._cache_lock:
+            self._cache[text] = vector
+            if len(self._cache) > QUERY_CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return vector
+
+    def warm_up(self) -> None:
+        """Load the query model now, so the first search does not pay for it (failures only logged)."""
+        if self.query_embedder is None or not self._ready:
+            return
+        try:
+            self.query_embedder.embed_query("warm up")
+        except EmbeddingError as exc:
+            log.warning("embedding model not available yet: %s", exc)
+
+    # -- status ----------------------------------------------------------------------------------------
+    def status(self) -> WorkerState:
+        """Provider, model, backlog and worker state."""
+        stored = self.store.embedding_model()
+        return WorkerState(
+            provider=self.provider,
+            model=stored.model_id if stored else None,
+            dim=stored.dim if stored else None,
+            backlog=self.store.embedding_backlog(),
+            state=self._state,
+            last_error=self._last_error,
+        )
+
+    def close(self) -> None:
+        """Stop the worker and release the models."""
+        self.stop()
+        for embedder in {id(e): e for e in (self.embedder, self.query_embedder) if e is not None}.values():
+            embedder.close()
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if isinstance(exc, EmbeddingError) else f"{type(exc).__name__}: {text}"
+
+
+def status_view(state: WorkerState) -> dict[str, Any]:
+    """The embedding block of /health."""
+    return {
+        "provider": state.provider,
+        "model": state.model,
+        "dim": state.dim,
+        "backlog": state.backlog,
+        "state": state.state,
+        "last_error": state.last_error,
+    }
