@@ -236,6 +236,7 @@ class VectorIndex:
             keep = np.sort(karr.shape[0] - 1 - first_in_reversed)
             karr, vecs = karr[keep], vecs[keep]
 
+        self._grow_for(karr.shape[0])
         with self._lock.write():
             touched = karr.tolist()
             existing = [key for key in touched if key in self._row]
@@ -295,6 +296,23 @@ class VectorIndex:
                 self._journal.update(removed)
                 self._journal.update(moved)
             self._after_mutation()
+
+    def _grow_for(self, extra: int) -> None:
+        """Make room for `extra` more rows, copying under the *read* lock so searches go on meanwhile (a
+        100k × 384 matrix is 150 MB; the copy takes tens of ms, far longer on a cold VM). The new arrays
+        are swapped in only if no mutation happened during the copy; otherwise `_reserve` grows in-lock."""
+        with self._lock.read():
+            cap, n, version = self._mat.shape[0], self._n, self._version
+            if n + extra <= cap:
+                return
+            new_cap = max(n + extra, 2 * cap, 64)
+            mat = np.empty((new_cap, self._dim), dtype=np.float32)
+            mat[:n] = self._mat[:n]
+            keys = np.empty(new_cap, dtype=np.int64)
+            keys[:n] = self._keys[:n]
+        with self._lock.write():
+            if self._version == version and self._mat.shape[0] < new_cap:
+                self._mat, self._keys = mat, keys
 
     def _reserve(self, needed: int) -> None:
         cap = self._mat.shape[0]
