@@ -24,6 +24,7 @@ def embedding_runtime(settings: Settings, store: MemoryStore) -> EmbeddingRuntim
         provider=settings.embedding_provider.strip().lower(),
         query_embedder=queries,
         batch_size=settings.embedding_batch_size,
+        lexical_weight=settings.search_lexical_weight,
     )
 
 

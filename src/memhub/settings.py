@@ -64,6 +64,10 @@ class Settings(BaseSettings):
     embedding_threads: int = Field(1, ge=1, le=64, validation_alias=_names("MEMHUB_EMBEDDING_THREADS"))
     # Text beyond this is not embedded (BM25 still indexes all of it). Default: 2,000 characters for
     # a local model (e5 reads 512 tokens; longer texts cost seconds each), 5,000 for a remote one.
+    # BM25's share of the fused hybrid score; unset = the value tuned for the embedding model.
+    search_lexical_weight: float | None = Field(
+        None, ge=0, le=1, validation_alias=_names("MEMHUB_SEARCH_LEXICAL_WEIGHT")
+    )
     embedding_max_chars: int | None = Field(None, ge=100, validation_alias=_names("MEMHUB_EMBEDDING_MAX_CHARS"))
 
     @field_validator("cors_origins", mode="before")

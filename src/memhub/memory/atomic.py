@@ -10,8 +10,8 @@ import numpy as np
 
 from memhub.errors import Forbidden, NotFound
 from memhub.ids import atomic_id
-from memhub.memory.embedding import EmbeddingRuntime
-from memhub.retrieval.hybrid import RecordView, SearchOptions, SearchOutcome, hybrid_search, priority_boost
+from memhub.memory.embedding import EmbeddingRuntime, search_with
+from memhub.retrieval.hybrid import RecordView, SearchOptions, SearchOutcome, priority_boost
 from memhub.retrieval.tokenize import QueryTerms, query_terms
 from memhub.scope import Isolation, MemoryScope
 from memhub.store import AtomicFilter, AtomicRecord, AuditContext, MemoryStore, NewAtomic
@@ -132,8 +132,7 @@ class AtomicService:
         """Hybrid search weighted by priority and heat; type and time filters apply before the top-k."""
         terms = query_terms(query)
         channels = _AtomicChannels(self.store, iso.memory, terms, flt)
-        embed = self.embedding.embed_query if self.embedding is not None else None
-        return hybrid_search(query, not terms.empty, channels, ATOMIC_VIEW, options, embed, now_ms())
+        return search_with(self.embedding, query, terms, channels, ATOMIC_VIEW, options)
 
     def delete(self, iso: Isolation, ids: Sequence[str], request_id: str) -> int:
         """Delete memories of the caller's scope; ids of other scopes are left alone."""

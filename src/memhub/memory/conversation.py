@@ -12,8 +12,8 @@ import numpy as np
 
 from memhub.errors import Conflict
 from memhub.ids import message_id
-from memhub.memory.embedding import EmbeddingRuntime
-from memhub.retrieval.hybrid import RecordView, SearchOptions, SearchOutcome, hybrid_search
+from memhub.memory.embedding import EmbeddingRuntime, search_with
+from memhub.retrieval.hybrid import RecordView, SearchOptions, SearchOutcome
 from memhub.retrieval.speakers import speaker_of
 from memhub.retrieval.tokenize import QueryTerms, query_terms
 from memhub.scope import Isolation, MemoryScope
@@ -131,8 +131,7 @@ class ConversationService:
         """Hybrid search over the scope's messages; session and time filters apply before the top-k."""
         terms = query_terms(query)
         channels = _MessageChannels(self.store, iso.memory, terms, flt)
-        embed = self.embedding.embed_query if self.embedding is not None else None
-        return hybrid_search(query, not terms.empty, channels, MESSAGE_VIEW, options, embed, now_ms())
+        return search_with(self.embedding, query, terms, channels, MESSAGE_VIEW, options)
 
     def delete(self, iso: Isolation, message_ids: Sequence[str], session_ids: Sequence[str]) -> int:
         """Delete by message ids and/or whole sessions, only inside the caller's scope."""

@@ -15,14 +15,17 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from memhub.retrieval.embed import Embedder, EmbeddingError
+from memhub.retrieval.hybrid import Channels, R, RecordView, SearchOptions, SearchOutcome, hybrid_search
 from memhub.retrieval.packing import truncate_to_tokens
+from memhub.retrieval.tokenize import QueryTerms
 from memhub.store import EmbeddingModel, MemoryStore
+from memhub.timeutil import now_ms
 
 log = logging.getLogger("memhub.embedding")
 
@@ -71,8 +74,10 @@ class EmbeddingRuntime:
         query_embedder: Embedder | None = None,
         batch_size: int = 32,
         idle_poll_s: float = 0.25,
+        lexical_weight: float | None = None,
     ) -> None:
         self.store = store
+        self.lexical_weight_override = lexical_weight
         self.embedder = embedder
         self.query_embedder = query_embedder or embedder
         self.provider = provider if embedder is not None else "none"
@@ -175,6 +180,19 @@ class EmbeddingRuntime:
         return self.store.embedding_backlog() == 0
 
     # -- queries -------------------------------------------------------------------------------------
+    @property
+    def lexical_weight(self) -> float | None:
+        """BM25's share of the fused score: the setting if given, else what suits the query model."""
+        if self.lexical_weight_override is not None:
+            return self.lexical_weight_override
+        return self.query_embedder.lexical_weight if self.query_embedder is not None else None
+
+    def search_options(self, options: SearchOptions) -> SearchOptions:
+        """Options with this model's fusion weight filled in (an explicit weight is kept)."""
+        if options.lexical_weight is not None:
+            return options
+        return replace(options, lexical_weight=self.lexical_weight)
+
     def embed_query(self, text: str) -> np.ndarray | None:
         """The query's vector, or None when vectors cannot be used now (no model, provider down)."""
         if self.query_embedder is None or not self._ready:
@@ -247,3 +265,18 @@ def status_view(state: WorkerState) -> dict[str, Any]:
         "state": state.state,
         "last_error": state.last_error,
     }
+
+
+def search_with(
+    embedding: EmbeddingRuntime | None,
+    query: str,
+    terms: QueryTerms,
+    channels: Channels[R],
+    view: RecordView[R],
+    options: SearchOptions,
+) -> SearchOutcome[R]:
+    """Hybrid search with the runtime's query vectors and fusion weight; BM25 only without a runtime."""
+    if embedding is None:
+        return hybrid_search(query, not terms.empty, channels, view, options, None, now_ms())
+    options = embedding.search_options(options)
+    return hybrid_search(query, not terms.empty, channels, view, options, embedding.embed_query, now_ms())

@@ -82,7 +82,7 @@ class SearchOptions:
     recency_half_life_days: float | None = None
     recency_weight: float = 0.3
     dedupe: bool = True
-    lexical_weight: float = LEXICAL_WEIGHT
+    lexical_weight: float | None = None  # None: LEXICAL_WEIGHT (services pass the model's own)
     max_chars: int | None = None  # prompt budget: the best hits whose texts fit (see packing.py)
     max_tokens: int | None = None
 
@@ -127,7 +127,8 @@ def hybrid_search(
 
     if vector is not None and semantic:
         strategy = "hybrid" if has_terms else "embedding"
-        hits = _fuse(query, lexical, semantic, channels, view, vector, options.lexical_weight)
+        weight = LEXICAL_WEIGHT if options.lexical_weight is None else options.lexical_weight
+        hits = _fuse(query, lexical, semantic, channels, view, vector, weight)
     elif lexical:
         strategy = "fts"
         hits = [Hit(record, score, score, None) for record, score in lexical]

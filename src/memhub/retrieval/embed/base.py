@@ -128,6 +128,9 @@ class Embedder(ABC):
 
     model_id: str
     dim: int
+    # BM25's share of the fused hybrid score with this model (retrieval/hybrid.py); models whose
+    # quality on our benchmark is unknown (remote ones) get a middle value.
+    lexical_weight: float = 0.3
 
     @abstractmethod
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:

