@@ -24,6 +24,7 @@ import logging
 import math
 import re
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
@@ -107,6 +108,7 @@ class SearchOutcome(Generic[R]):
 
 
 QueryEmbedder = Callable[[str], "np.ndarray | None"]
+_QUERY_EMBEDDING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memhub-query-embedding")
 
 
 def hybrid_search(
@@ -121,8 +123,11 @@ def hybrid_search(
     """Search both channels, fuse, weight, filter and cut to the limit."""
     pool = max(options.limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
     notes: list[str] = []
+    # The query embeds on another thread while BM25 runs here: both release the GIL, and embedding
+    # (e5: ~15–25 ms) is the larger part of a search.
+    pending = _QUERY_EMBEDDING.submit(_query_vector, query, embed_query, notes) if embed_query else None
     lexical = channels.lexical(pool) if has_terms else []
-    vector = _query_vector(query, embed_query, notes)
+    vector = pending.result() if pending is not None else None
     semantic = channels.semantic(vector, max(options.limit, SEMANTIC_CANDIDATES)) if vector is not None else []
 
     if vector is not None and semantic:

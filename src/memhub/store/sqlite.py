@@ -330,7 +330,7 @@ class SQLiteStore(MemoryStore):
                 rowids += [
                     r[0]
                     for r in con.execute(
-                        f"SELECT rowid FROM l0_messages WHERE scope_key = ? AND id IN ({marks})", [key, *chunk]
+                        f"SELECT rowid FROM l0_messages WHERE +scope_key = ? AND id IN ({marks})", [key, *chunk]
                     )
                 ]
             for chunk in _chunks(list(session_ids), 500):
@@ -505,7 +505,7 @@ class SQLiteStore(MemoryStore):
             for chunk in _chunks(list(ids), 500):
                 marks = ",".join("?" * len(chunk))
                 rows = con.execute(
-                    f"SELECT rowid, * FROM l1_atomic WHERE scope_key = ? AND id IN ({marks})", [scope.key, *chunk]
+                    f"SELECT rowid, * FROM l1_atomic WHERE +scope_key = ? AND id IN ({marks})", [scope.key, *chunk]
                 ).fetchall()
                 self._vectors["l1"].remove(con, scope.key, [row["rowid"] for row in rows])
                 for row in rows:
@@ -661,7 +661,7 @@ class SQLiteStore(MemoryStore):
         self._sync_model()
         marks = ",".join("?" * len(ids))
         rows = self._reader().execute(
-            f"SELECT rowid, id FROM {table} WHERE scope_key = ? AND id IN ({marks})", [scope.key, *ids]
+            f"SELECT rowid, id FROM {table} WHERE +scope_key = ? AND id IN ({marks})", [scope.key, *ids]
         )
         by_rowid = {r[0]: r[1] for r in rows}
         hits = self._vectors[kind].search(self._reader(), scope.key, vector, len(by_rowid), list(by_rowid))
