@@ -42,32 +42,28 @@ def appended_contexts(tail: list[str], words: list[str]) -> list[str]:
     return contexts
 
 
-def neighbours(con: sqlite3.Connection, scope_key: str, session_id: str, rowid: int) -> list[int]:
-    """Rowids of the messages whose words form this message's context."""
-    before = con.execute(
+def _around(con: sqlite3.Connection, scope_key: str, session_id: str, rowid: int, before: int, after: int) -> list[int]:
+    """Rowids of up to `before` messages before and `after` messages after one, in session order."""
+    earlier = con.execute(
         "SELECT rowid FROM l0_messages WHERE scope_key = ? AND session_id = ? AND rowid < ? "
         "ORDER BY rowid DESC LIMIT ?",
-        (scope_key, session_id, rowid, CONTEXT_BEFORE),
+        (scope_key, session_id, rowid, before),
     ).fetchall()
-    after = con.execute(
+    later = con.execute(
         "SELECT rowid FROM l0_messages WHERE scope_key = ? AND session_id = ? AND rowid > ? ORDER BY rowid LIMIT ?",
-        (scope_key, session_id, rowid, CONTEXT_AFTER),
+        (scope_key, session_id, rowid, after),
     ).fetchall()
-    return [r[0] for r in reversed(before)] + [r[0] for r in after]
+    return [r[0] for r in reversed(earlier)] + [r[0] for r in later]
+
+
+def neighbours(con: sqlite3.Connection, scope_key: str, session_id: str, rowid: int) -> list[int]:
+    """Rowids of the messages whose words form this message's context."""
+    return _around(con, scope_key, session_id, rowid, CONTEXT_BEFORE, CONTEXT_AFTER)
 
 
 def affected_by_delete(con: sqlite3.Connection, scope_key: str, session_id: str, rowid: int) -> list[int]:
     """Survivors whose context may have held a message about to be deleted (call before deleting)."""
-    before = con.execute(
-        "SELECT rowid FROM l0_messages WHERE scope_key = ? AND session_id = ? AND rowid < ? "
-        "ORDER BY rowid DESC LIMIT ?",
-        (scope_key, session_id, rowid, CONTEXT_AFTER),
-    ).fetchall()
-    after = con.execute(
-        "SELECT rowid FROM l0_messages WHERE scope_key = ? AND session_id = ? AND rowid > ? ORDER BY rowid LIMIT ?",
-        (scope_key, session_id, rowid, CONTEXT_BEFORE),
-    ).fetchall()
-    return [r[0] for r in before] + [r[0] for r in after]
+    return _around(con, scope_key, session_id, rowid, CONTEXT_AFTER, CONTEXT_BEFORE)
 
 
 def refresh_context(con: sqlite3.Connection, rowids: Iterable[int]) -> None:
