@@ -121,7 +121,9 @@ def hybrid_search(
     now_ms: int,
 ) -> SearchOutcome[R]:
     """Search both channels, fuse, weight, filter and cut to the limit."""
-    pool = max(options.limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
+    # A wide BM25 pool only pays when there are cosines to re-rank it with; BM25 alone needs the
+    # limit plus room for near-duplicates that get dropped.
+    pool = max(options.limit * CANDIDATE_FACTOR, MIN_CANDIDATES) if embed_query else options.limit * 2
     notes: list[str] = []
     # The query embeds on another thread while BM25 runs here: both release the GIL, and embedding
     # (e5: ~15–25 ms) is the larger part of a search.
