@@ -13,6 +13,9 @@ import typer
 
 from memhub.gateway_key import GatewayKey, ensure_gateway_key
 from memhub.memory.embedding import ModelMismatch
+from memhub.meta.errors import MetaError
+from memhub.meta.keys import load_key_hasher
+from memhub.meta.services import MetaServices
 from memhub.retrieval.embed import EmbeddingError
 from memhub.retrieval.tokenize import warm_up
 from memhub.runtime import dimension_known_offline, embedding_runtime
@@ -58,23 +61,48 @@ def _single_threaded_blas() -> None:
     threadpool_limits(limits=1, user_api="blas")
 
 
+def _init_admin(settings: Settings, store: SQLiteStore, service_id: str, username: str) -> None:
+    """The instance's first system admin, its default team and agent; the user key is printed once."""
+    meta = MetaServices.over(store.meta, load_key_hasher(settings.data_dir, settings.key_secret))
+    try:
+        admin = meta.init_admin(service_id, username, None, request_id="cli-init")
+    except MetaError as exc:
+        if exc.reason != "already_initialized":
+            raise
+        typer.echo(f"Service {service_id!r} already has its system admin.")
+        return
+    typer.echo(
+        f"\n  System admin of service {service_id!r} (user key shown once; only a keyed hash is stored):\n\n"
+        f"    user_id:  {admin['user_id']}\n"
+        f"    user_key: {admin['user_key']}\n"
+        f"    team_id:  {admin['team_id']}\n"
+        f"    agent_id: {admin['agent_id']}\n\n"
+        "  Send it as `x-tdai-user-key` (management plane, and to act as this user on the data plane).\n"
+    )
+
+
 @app.command()
 def init(
     data_dir: Annotated[Path | None, typer.Option(help="Data directory [env MEMHUB_DATA_DIR]")] = None,
     rotate_key: Annotated[bool, typer.Option(help="Replace the gateway key with a new one")] = False,
+    service_id: Annotated[
+        str, typer.Option(help="Service id (tenant) whose first system admin is created")
+    ] = "default",
+    admin: Annotated[str, typer.Option(help="Username of the first system admin")] = "admin",
 ) -> None:
-    """Create the data dir and the gateway key (printed once)."""
+    """Create the data dir, the gateway key and the first system admin (keys printed once)."""
     settings = _settings(data_dir=data_dir)
     store = SQLiteStore(settings.data_dir, busy_timeout_ms=settings.db_busy_timeout_ms)
     try:
         if settings.gateway_api_key:
             typer.echo("A gateway key is configured in the environment; nothing to create.")
-            return
-        setup = ensure_gateway_key(store, rotate=rotate_key)
-        if setup.created_key:
-            _announce_key(setup.created_key, settings.data_dir)
         else:
-            typer.echo(f"Already initialised: {settings.data_dir} (use --rotate-key for a new key).")
+            setup = ensure_gateway_key(store, rotate=rotate_key)
+            if setup.created_key:
+                _announce_key(setup.created_key, settings.data_dir)
+            else:
+                typer.echo(f"Already initialised: {settings.data_dir} (use --rotate-key for a new key).")
+        _init_admin(settings, store, service_id.strip() or "default", admin)
     finally:
         store.close()
 

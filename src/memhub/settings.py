@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -42,6 +42,20 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias=_names("MEMHUB_CORS_ORIGINS", "TDAI_CORS_ORIGINS")
     )
     log_level: str = Field("info", validation_alias=_names("MEMHUB_LOG_LEVEL"))
+
+    # Management plane. `user_key` makes every data-plane request carry a user key; `gateway` (the
+    # original's behaviour) lets the gateway key act as the service administrator.
+    data_plane_auth: Literal["gateway", "user_key"] = Field(
+        "gateway", validation_alias=_names("MEMHUB_DATA_PLANE_AUTH")
+    )
+    # The HMAC secret under which user keys are stored; default: `<data_dir>/key-secret`, created on
+    # first start. Gateways that share one database must share it.
+    key_secret: str | None = Field(None, min_length=32, validation_alias=_names("MEMHUB_KEY_SECRET"))
+    max_users_per_instance: int = Field(500, ge=1, validation_alias=_names("MEMHUB_MAX_USERS_PER_INSTANCE"))
+    max_teams_per_instance: int = Field(100, ge=1, validation_alias=_names("MEMHUB_MAX_TEAMS_PER_INSTANCE"))
+    max_active_keys_per_user: int = Field(
+        20, ge=1, validation_alias=_names("MEMHUB_USER_KEY_MAX_ACTIVE", "TDAI_USER_KEY_MAX_ACTIVE")
+    )
 
     # Embeddings: a local model by default (no key, no network); `openai` = any compatible endpoint.
     embedding_provider: str = Field(
@@ -90,7 +104,12 @@ class Settings(BaseSettings):
     def _blank_dimensions(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
 
-    @field_validator("gateway_api_key", mode="before")
+    @field_validator("data_plane_auth", mode="before")
+    @classmethod
+    def _auth_mode(cls, value: object) -> object:
+        return value.strip().lower() or "gateway" if isinstance(value, str) else value
+
+    @field_validator("gateway_api_key", "key_secret", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value

@@ -10,6 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -18,13 +19,19 @@ from memhub import __version__
 from memhub.api.auth import Authenticator
 from memhub.api.dataplane import DataPlane, DataRoute
 from memhub.api.envelope import JSONResponse, error, internal_error
+from memhub.api.metaplane import MetaPlane
 from memhub.api.middleware import CorsPolicy, GatewayMiddleware
 from memhub.api.routes import atomic, conversation, profile
 from memhub.api.routes.health import health_payload
+from memhub.api.routes.knowledge import ROUTES as KNOWLEDGE_ROUTES
+from memhub.api.routes.meta import INTERNAL_ROUTES, META_ROUTES
 from memhub.errors import HttpStatusError, MemhubError
 from memhub.gateway_key import GatewayKey
 from memhub.memory.embedding import EmbeddingRuntime
 from memhub.memory.services import MemoryServices
+from memhub.meta.keys import KeyHasher, load_key_hasher
+from memhub.meta.quotas import Quotas
+from memhub.meta.services import MetaServices
 from memhub.settings import Settings
 from memhub.store import MemoryStore
 
@@ -38,6 +45,7 @@ def create_app(
     store: MemoryStore,
     gateway_key: GatewayKey | None,
     embedding: EmbeddingRuntime | None = None,
+    key_hasher: KeyHasher | None = None,
 ) -> FastAPI:
     """The gateway app. `gateway_key=None` disables layer-1 auth (only with --insecure-no-auth).
 
@@ -56,12 +64,16 @@ def create_app(
         store.close()
 
     app = FastAPI(title="memhub", version=__version__, docs_url="/docs", redoc_url=None, lifespan=lifespan)
-    auth = Authenticator(gateway_key)
+    hasher = key_hasher or load_key_hasher(settings.data_dir, settings.key_secret)
+    quotas = Quotas(settings.max_users_per_instance, settings.max_teams_per_instance, settings.max_active_keys_per_user)
+    meta = MetaServices.over(store.meta, hasher, quotas)
+    auth = Authenticator(gateway_key, meta.users, require_user_key=settings.data_plane_auth == "user_key")
     cors = CorsPolicy(settings.cors_origins)
     memory = MemoryServices.over(store, embedding)
     started = time.monotonic()
     app.state.store = store
     app.state.memory = memory
+    app.state.meta = meta
 
     @app.exception_handler(MemhubError)
     async def on_domain_error(request: Request, exc: MemhubError) -> Response:
@@ -83,21 +95,26 @@ def create_app(
     async def health() -> JSONResponse:
         return JSONResponse(health_payload(store, embedding, started, auth_enabled=gateway_key is not None))
 
-    plane = DataPlane(auth, memory, settings.max_body_bytes, settings.strict_isolation)
+    plane = DataPlane(auth, memory, meta, settings.max_body_bytes, settings.strict_isolation)
     plane.mount(app, DATA_ROUTES)
-    app.openapi = lambda: _openapi(app, DATA_ROUTES)  # type: ignore[method-assign]
+    management = MetaPlane(auth, meta, settings.max_body_bytes)
+    management.mount(app, "/v3/meta", META_ROUTES, tag="meta")
+    management.mount(app, "/v3/internal/meta", INTERNAL_ROUTES, tag="internal")
+    management.mount(app, "/v3/knowledge", KNOWLEDGE_ROUTES, tag="knowledge")
+    models = [r.model for r in DATA_ROUTES] + [r.model for r in (*META_ROUTES, *INTERNAL_ROUTES, *KNOWLEDGE_ROUTES)]
+    app.openapi = lambda: _openapi(app, models)  # type: ignore[method-assign]
     app.add_middleware(GatewayMiddleware, cors=cors)
     return app
 
 
-def _openapi(app: FastAPI, routes: list[DataRoute]) -> dict[str, Any]:
+def _openapi(app: FastAPI, models: list[type[BaseModel]]) -> dict[str, Any]:
     if app.openapi_schema:
         return app.openapi_schema
     schema = get_openapi(title=app.title, version=app.version, routes=app.routes)
     components = schema.setdefault("components", {}).setdefault("schemas", {})
-    for route in routes:
-        model_schema = route.model.model_json_schema(ref_template="#/components/schemas/{model}")
+    for model in models:
+        model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         components.update(model_schema.pop("$defs", {}))
-        components[route.model.__name__] = model_schema
+        components[model.__name__] = model_schema
     app.openapi_schema = schema
     return schema

@@ -22,6 +22,7 @@ from memhub.api.isolation import resolve_isolation
 from memhub.api.schemas import Body
 from memhub.api.validation import parse_model
 from memhub.memory.services import MemoryServices
+from memhub.meta.services import MetaServices
 from memhub.scope import Isolation
 
 NO_DATA = object()  # a handler returns this when the envelope carries no `data` (e.g. scenario/rm)
@@ -35,6 +36,7 @@ class Call:
     request_id: str
     isolation: Isolation
     memory: MemoryServices
+    meta: MetaServices
 
 
 Handler = Callable[[Call, Any], Any]
@@ -57,16 +59,20 @@ class DataPlane:
 
     auth: Authenticator
     memory: MemoryServices
+    meta: MetaServices
     max_body_bytes: int
     strict_isolation: bool
 
     def endpoint(self, route: DataRoute, *, strict: bool) -> Callable[[Request], Any]:
         async def run(request: Request) -> Response:
-            service_id = self.auth.tenant(request)
+            rid = request_id_of(request)
+            caller = self.auth.data_caller(request, rid)
             raw = await read_json_object(request, self.max_body_bytes)
             body = parse_model(route.model, raw)
-            isolation = resolve_isolation(service_id, body, request, strict=strict)
-            call = Call(request, request_id_of(request), isolation, self.memory)
+            isolation = resolve_isolation(caller.service_id, body, request, strict=strict, default_user=caller.user_id)
+            # Checked before the handler runs: a denied request reads and writes nothing.
+            isolation = self.meta.access.authorize(caller, isolation)
+            call = Call(request, rid, isolation, self.memory, self.meta)
             data = await run_in_threadpool(route.handler, call, body)
             return ok(request, None, include_data=False) if data is NO_DATA else ok(request, data)
 

@@ -22,9 +22,15 @@ def _pick(body: Body, request: Request, name: str) -> str | None:
     return header or None
 
 
-def resolve_isolation(service_id: str, body: Body, request: Request, *, strict: bool) -> Isolation:
-    """The ids a request acts under; in strict mode team, agent and user must all be given."""
+def resolve_isolation(
+    service_id: str, body: Body, request: Request, *, strict: bool, default_user: str | None = None
+) -> Isolation:
+    """The ids a request acts under; in strict mode team, agent and user must all be given.
+
+    A request authenticated by a user key acts as that user when it names none.
+    """
     picked = {name: _pick(body, request, name) for name in (*STRICT_FIELDS, "session_id", "task_id")}
+    picked["user_id"] = picked["user_id"] or default_user
     if strict:
         missing = [name for name in STRICT_FIELDS if not picked[name]]
         if missing:

@@ -70,7 +70,8 @@ class GatewayMiddleware:
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
-                headers["x-request-id"] = rid
+                # A route may adopt the caller's transaction id (the management plane does).
+                headers["x-request-id"] = scope["state"].get("request_id", rid)
                 self.cors.apply(headers, origin)
             await send(message)
 

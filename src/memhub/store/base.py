@@ -9,6 +9,7 @@ import numpy as np
 
 from memhub.retrieval.tokenize import QueryTerms
 from memhub.scope import MemoryScope, ProfileScope
+from memhub.store.meta import MetaStore
 from memhub.store.records import (
     AtomicFilter,
     AtomicRecord,
@@ -192,6 +193,12 @@ class MemoryStore(ABC):
     @abstractmethod
     def list_audit(self, service_id: str, limit: int = 100) -> list[dict[str, object]]:
         """Most recent audit rows of a service."""
+
+    # -- management plane ----------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def meta(self) -> MetaStore:
+        """Users, keys, teams, agents, tasks, assets, ACL, the knowledge registry and their audit."""
 
     # -- lifecycle ---------------------------------------------------------------------------
     @abstractmethod

@@ -18,6 +18,7 @@ from memhub.ids import audit_id
 from memhub.retrieval.tokenize import QueryTerms, index_text
 from memhub.scope import MemoryScope, ProfileScope
 from memhub.store.base import MemoryStore
+from memhub.store.meta import MetaStore
 from memhub.store.records import (
     AtomicFilter,
     AtomicRecord,
@@ -41,6 +42,7 @@ from memhub.store.sqlite_context import (
     session_tail,
 )
 from memhub.store.sqlite_fts import CONTEXT, GRAMS, WORDS, FtsIndex, owner_prefix, qualify, rank_to_score
+from memhub.store.sqlite_meta import SQLiteMetaStore
 from memhub.store.sqlite_schema import MIGRATIONS
 from memhub.store.sqlite_vectors import ScopeVectors
 from memhub.timeutil import now_ms
@@ -89,6 +91,7 @@ class SQLiteStore(MemoryStore):
             "l1": ScopeVectors("l1", "l1_vectors", "l1_atomic", exact_limit=exact_vector_limit),
         }
         self._migrate()
+        self._meta = SQLiteMetaStore(self._reader, self._write)
         self._model = self.embedding_model()
         self._set_dim(self._model.dim if self._model else 0)
 
@@ -160,6 +163,10 @@ class SQLiteStore(MemoryStore):
 
     def backend_name(self) -> str:
         return "sqlite"
+
+    @property
+    def meta(self) -> MetaStore:
+        return self._meta
 
     def close(self) -> None:
         for vectors in self._vectors.values():

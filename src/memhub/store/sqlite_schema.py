@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from memhub.store.meta_schema import create_meta_tables
 from memhub.store.sqlite_context import refresh_context
 
 Migration = str | Callable[[sqlite3.Connection], None]
@@ -159,4 +160,5 @@ MIGRATIONS: list[Migration] = [
     CREATE INDEX audit_by_service_time ON memory_audit (service_id, updated_at_ms);
     """,
     _neighbour_context_and_vectors,
+    create_meta_tables,
 ]

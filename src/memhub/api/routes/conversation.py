@@ -58,6 +58,7 @@ def add(call: Call, body: ConversationAdd) -> dict[str, Any]:
     ]
     session_id = call.isolation.session_id or "default"
     result = call.memory.conversation.add(call.isolation, session_id, messages, key)
+    call.meta.note_conversation(call.isolation)
     return {
         "accepted_ids": result.ids,
         "accepted_versions": ["v1"] * len(result.ids),

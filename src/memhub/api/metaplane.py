@@ -1,0 +1,124 @@
+"""How a management-plane route runs: authenticate, read, validate, call one service function, wrap.
+
+Three families share this: `/v3/meta/*` (a user key is required, except on auth/verify),
+`/v3/internal/meta/*` (the gateway key only) and `/v3/knowledge/*` (data-plane authentication:
+the gateway key, or a user key that must belong to the team concerned).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from memhub.api.auth import Authenticator
+from memhub.api.body import read_json_object
+from memhub.api.envelope import ok, request_id_of
+from memhub.api.meta_schemas import MetaBody
+from memhub.api.validation import parse_model
+from memhub.meta.caller import Caller
+from memhub.meta.services import MetaServices
+
+_INBOUND_ID = re.compile(r"^[\w.:\-]{1,128}$")
+INBOUND_ID_HEADERS = ("x-qcloud-transaction-id", "x-request-id")
+
+
+class Guard(Enum):
+    """Which credentials a route needs."""
+
+    USER = "user"  # /v3/meta/*: a user key
+    ANYONE = "anyone"  # auth/verify: the gateway key (or any user key) without a user
+    GATEWAY = "gateway"  # /v3/internal/meta/*: the gateway key only
+    DATA = "data"  # /v3/knowledge/*: as the data plane
+
+
+@dataclass(frozen=True, slots=True)
+class MetaCall:
+    """What a management handler may use."""
+
+    request: Request
+    caller: Caller
+    meta: MetaServices
+
+
+MetaHandler = Callable[[MetaCall, Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class MetaRoute:
+    """One management operation, mounted at `<prefix>/<path>`."""
+
+    path: str
+    model: type[MetaBody]
+    handler: MetaHandler
+    guard: Guard = Guard.USER
+    summary: str = ""
+
+
+def _adopt_inbound_request_id(request: Request) -> None:
+    # The management plane echoes a caller's transaction id (x-qcloud-transaction-id, then x-request-id).
+    for name in INBOUND_ID_HEADERS:
+        value = request.headers.get(name, "").strip()
+        if value and _INBOUND_ID.match(value):
+            request.state.request_id = value
+            return
+
+
+@dataclass(frozen=True, slots=True)
+class MetaPlane:
+    """What every management endpoint shares."""
+
+    auth: Authenticator
+    meta: MetaServices
+    max_body_bytes: int
+
+    def _caller(self, route: MetaRoute, request: Request) -> Caller:
+        rid = request_id_of(request)
+        if route.guard is Guard.USER:
+            return self.auth.meta_caller(request, rid)
+        if route.guard is Guard.ANYONE:
+            return self.auth.meta_caller(request, rid, needs_user=False)
+        if route.guard is Guard.DATA:
+            return self.auth.data_caller(request, rid)
+        self.auth.check_gateway(request)
+        return Caller(request.headers.get("x-tdai-service-id", "").strip(), request_id=rid)
+
+    def endpoint(self, route: MetaRoute, *, adopt_request_id: bool) -> Callable[[Request], Any]:
+        async def run(request: Request) -> Response:
+            if adopt_request_id:
+                _adopt_inbound_request_id(request)
+            caller = self._caller(route, request)
+            raw = await read_json_object(request, self.max_body_bytes)
+            body = parse_model(route.model, raw)
+            data = await run_in_threadpool(route.handler, MetaCall(request, caller, self.meta), body)
+            return ok(request, data)
+
+        run.__name__ = route.path.replace("/", "_").replace("-", "_")
+        return run
+
+    def mount(self, app: FastAPI, prefix: str, routes: Sequence[MetaRoute], *, tag: str) -> None:
+        """Register each route under the prefix."""
+        for route in routes:
+            app.add_api_route(
+                f"{prefix}/{route.path}",
+                self.endpoint(route, adopt_request_id=prefix != "/v3/knowledge"),
+                methods=["POST"],
+                summary=route.summary or None,
+                tags=[tag],
+                openapi_extra={
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {"schema": {"$ref": f"#/components/schemas/{route.model.__name__}"}}
+                        },
+                    }
+                },
+                name=f"{tag}:{route.path}",
+            )

@@ -1,0 +1,45 @@
+"""`/v3/knowledge/*`: the registry of wiki and code-graph knowledge bases that agents may be offered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memhub.api.meta_schemas import KnowledgeCreate, KnowledgeDelete, KnowledgeGet, KnowledgeList, KnowledgeUpdate
+from memhub.api.metaplane import Guard, MetaCall, MetaRoute
+
+
+def create(call: MetaCall, body: KnowledgeCreate) -> Any:
+    return call.meta.knowledge.create(call.caller, body.fields())
+
+
+def get(call: MetaCall, body: KnowledgeGet) -> Any:
+    return call.meta.knowledge.get(call.caller, body.knowledge_id, body.team_id)
+
+
+def update(call: MetaCall, body: KnowledgeUpdate) -> Any:
+    changes = {k: v for k, v in body.fields().items() if k not in ("knowledge_id", "team_id")}
+    return call.meta.knowledge.update(call.caller, body.knowledge_id, changes, body.team_id)
+
+
+def delete(call: MetaCall, body: KnowledgeDelete) -> Any:
+    return call.meta.knowledge.delete(call.caller, body.knowledge_ids, body.team_id)
+
+
+def list_entries(call: MetaCall, body: KnowledgeList) -> Any:
+    return call.meta.knowledge.list(
+        call.caller,
+        body.team_id,
+        type=body.type,
+        knowledge_ids=body.knowledge_ids,
+        limit=body.pagination.limit,
+        offset=body.pagination.offset,
+    )
+
+
+ROUTES = [
+    MetaRoute("create", KnowledgeCreate, create, Guard.DATA, summary="Register a knowledge base (idempotent)"),
+    MetaRoute("get", KnowledgeGet, get, Guard.DATA, summary="Get a registered knowledge base"),
+    MetaRoute("update", KnowledgeUpdate, update, Guard.DATA, summary="Update a registration"),
+    MetaRoute("delete", KnowledgeDelete, delete, Guard.DATA, summary="Unregister knowledge bases"),
+    MetaRoute("list", KnowledgeList, list_entries, Guard.DATA, summary="A team's knowledge bases"),
+]

@@ -1,0 +1,56 @@
+"""Authorization of the data plane: a user key acts only as its user, in its teams, through agents it may see.
+
+The original trusts whatever team/agent/user ids a request carries (spec §11 point 1). Here a
+request authenticated by a user key is checked before anything is read or written; the gateway
+key keeps the original's service-administrator behaviour unless MEMHUB_DATA_PLANE_AUTH=user_key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from memhub.errors import Forbidden
+from memhub.meta.agents import agent_visible
+from memhub.meta.caller import Caller
+from memhub.meta.guards import membership
+from memhub.scope import DEFAULT_ID, Isolation
+from memhub.store.meta import MetaKind, MetaStore
+
+
+class AccessDenied(Forbidden):
+    """403 naming the isolation field that the caller may not use."""
+
+    def __init__(self, field: str, rule: str) -> None:
+        super().__init__(f"{field}: {rule}", data={"errors": [{"field": field, "rule": rule}]})
+
+
+@dataclass(frozen=True, slots=True)
+class DataPlaneAccess:
+    """Checks the ids of one data-plane request against what its caller may act as."""
+
+    store: MetaStore
+
+    def authorize(self, caller: Caller, isolation: Isolation) -> Isolation:
+        """The isolation to act under, or AccessDenied; the gateway key passes unchanged."""
+        if caller.is_service_key:
+            return isolation
+        user_id = caller.user_id
+        assert user_id is not None
+        if isolation.user_id != user_id and not caller.is_system_admin:
+            raise AccessDenied("user_id", "a user key acts only as its own user")
+        if caller.is_system_admin:
+            return isolation
+        team_id, agent_id = isolation.team_id, isolation.agent_id
+        with self.store.reading(caller.service_id) as r:
+            if team_id == DEFAULT_ID or membership(r, team_id, user_id) is None:
+                raise AccessDenied("team_id", "not a team this user is an active member of")
+            agent = r.get(MetaKind.AGENT, agent_id) if agent_id != DEFAULT_ID else None
+            if agent is None or agent["team_id"] != team_id:
+                raise AccessDenied("agent_id", f"not an agent of team {team_id}")
+            if not agent_visible(r, agent, user_id):
+                raise AccessDenied("agent_id", "not an agent this user may use")
+            if isolation.task_id:
+                task = r.get(MetaKind.TASK, isolation.task_id)
+                if task is None or task["team_id"] != team_id:
+                    raise AccessDenied("task_id", f"not a task of team {team_id}")
+        return replace(isolation, profile_team_id=team_id)

@@ -1,0 +1,10 @@
+"""The management plane's timestamps: ISO 8601 UTC with milliseconds, like the original."""
+
+from __future__ import annotations
+
+from memhub.timeutil import ms_to_iso, now_ms
+
+
+def now_iso() -> str:
+    """The current instant, `YYYY-MM-DDTHH:MM:SS.sssZ` (sorts as text in time order)."""
+    return ms_to_iso(now_ms())

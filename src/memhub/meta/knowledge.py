@@ -1,0 +1,181 @@
+"""The knowledge registry (`/v3/knowledge/*`): which wiki / code-graph services a team has.
+
+These routes use the data-plane envelope, so failures are memhub.errors with the original's plain
+messages ("Knowledge not found", "Knowledge team_id mismatch"). The original had no per-user
+authorization; memhub requires a user caller (not a system admin, not the gateway key) to be an
+active member of the team concerned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memhub.errors import BadRequest, Forbidden, NotFound
+from memhub.meta import audit
+from memhub.meta.caller import Caller
+from memhub.meta.clock import now_iso
+from memhub.meta.guards import membership
+from memhub.store.meta import MetaKind, MetaReader, MetaStore, Row
+
+KNOWLEDGE_TYPES = ("wiki", "code-graph")
+SUMMARY_MAX = 256
+DELETE_MAX = 100
+LIST_IDS_MAX = 200
+LIST_LIMIT_MAX = 1000
+# The original's store default is unknown; 100 returns a typical team's registry in one page.
+LIST_LIMIT_DEFAULT = 100
+# Fields knowledge/update may change (everything but the id, the team and the type).
+UPDATABLE = ("name", "summary", "service_url", "repo_url", "branch")
+ORDER = ("-created_at", "knowledge_id")
+NOT_FOUND = "Knowledge not found"
+MISMATCH = "Knowledge team_id mismatch"
+
+
+def knowledge_view(row: Row) -> Row:
+    """A KnowledgeEntity on the wire; `agent_id` is reserved and always ""."""
+    return {
+        "knowledge_id": row["knowledge_id"],
+        "type": row["type"],
+        "service_url": row["service_url"],
+        "name": row["name"],
+        "summary": row["summary"],
+        "team_id": row["team_id"],
+        "agent_id": "",
+        "user_id": row["user_id"],
+        "repo_url": row["repo_url"],
+        "branch": row["branch"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+    }
+
+
+def _gated(caller: Caller) -> bool:
+    """True when membership checks apply: a user who is not a system admin."""
+    return caller.user_id is not None and not caller.is_system_admin
+
+
+def _member(r: MetaReader, caller: Caller, team_id: str) -> bool:
+    return not _gated(caller) or membership(r, team_id, caller.user_id or "") is not None
+
+
+def _require_member(r: MetaReader, caller: Caller, team_id: str) -> None:
+    if not _member(r, caller, team_id):
+        raise Forbidden(f"Not a member of team {team_id}")
+
+
+def _scoped(r: MetaReader, caller: Caller, knowledge_id: str, team_id: str | None) -> Row:
+    """The entry, checked against the optional team guard and the caller's membership."""
+    if team_id is not None:
+        _require_member(r, caller, team_id)
+    row = r.get(MetaKind.KNOWLEDGE, knowledge_id)
+    if row is None:
+        raise NotFound(NOT_FOUND)
+    if team_id is not None and row["team_id"] != team_id:
+        raise Forbidden(MISMATCH)
+    if not _member(r, caller, row["team_id"]):
+        raise NotFound(NOT_FOUND)  # another team's entry: not disclosed to outsiders
+    return row
+
+
+@dataclass
+class KnowledgeRegistry:
+    """Knowledge entries of every tenant."""
+
+    store: MetaStore
+
+    def create(self, caller: Caller, fields: Mapping[str, Any]) -> Row:
+        """knowledge/create: idempotent upsert keyed by knowledge_id (created_at kept on re-create)."""
+        knowledge_id, team_id = fields["knowledge_id"], fields["team_id"]
+        user_id = fields.get("user_id")
+        if _gated(caller) and user_id is not None and user_id != caller.user_id:
+            raise Forbidden("user_id does not match caller")
+        with self.store.writing(caller.service_id) as w:
+            _require_member(w, caller, team_id)
+            now = now_iso()
+            row = {
+                "knowledge_id": knowledge_id,
+                "type": fields["type"],
+                "service_url": fields["service_url"],
+                "name": fields["name"],
+                "summary": fields.get("summary"),
+                "team_id": team_id,
+                "user_id": user_id,
+                "repo_url": fields.get("repo_url"),
+                "branch": fields.get("branch"),
+                "updated_at": now,
+            }
+            old = w.get(MetaKind.KNOWLEDGE, knowledge_id)
+            if old is None:
+                w.insert(MetaKind.KNOWLEDGE, {**row, "created_at": now})
+            else:
+                # Re-registering must not move another team's entry into the caller's team.
+                if old["team_id"] != team_id and not _member(w, caller, old["team_id"]):
+                    raise Forbidden(MISMATCH)
+                w.update(MetaKind.KNOWLEDGE, knowledge_id, row)
+            audit.record(w, caller, "knowledge/create", [knowledge_id], {"team_id": team_id, "type": row["type"]})
+            stored = w.get(MetaKind.KNOWLEDGE, knowledge_id)
+        assert stored is not None
+        return knowledge_view(stored)
+
+    def get(self, caller: Caller, knowledge_id: str, team_id: str | None = None) -> Row:
+        """knowledge/get: 404 when absent, 403 when `team_id` is given and differs."""
+        with self.store.reading(caller.service_id) as r:
+            return knowledge_view(_scoped(r, caller, knowledge_id, team_id))
+
+    def update(self, caller: Caller, knowledge_id: str, changes: Mapping[str, Any], team_id: str | None = None) -> Row:
+        """knowledge/update: name, summary (null clears), service_url, repo_url, branch."""
+        with self.store.writing(caller.service_id) as w:
+            _scoped(w, caller, knowledge_id, team_id)
+            patch = {k: v for k, v in changes.items() if k in UPDATABLE and (v is not None or k == "summary")}
+            w.update(MetaKind.KNOWLEDGE, knowledge_id, {**patch, "updated_at": now_iso()})
+            audit.record(w, caller, "knowledge/update", [knowledge_id], {"fields": sorted(patch)})
+            row = w.get(MetaKind.KNOWLEDGE, knowledge_id)
+        assert row is not None
+        return knowledge_view(row)
+
+    def delete(self, caller: Caller, knowledge_ids: Sequence[str], team_id: str | None = None) -> Row:
+        """knowledge/delete: `{deleted_ids, failed:[{id, reason: not_found|team_mismatch}]}`."""
+        ids = list(dict.fromkeys(knowledge_ids))
+        if not ids or len(ids) > DELETE_MAX:
+            raise BadRequest(f"knowledge_ids: must hold 1 to {DELETE_MAX} ids")
+        deleted: list[str] = []
+        failed: list[Row] = []
+        with self.store.writing(caller.service_id) as w:
+            if team_id is not None:
+                _require_member(w, caller, team_id)
+            for knowledge_id in ids:
+                row = w.get(MetaKind.KNOWLEDGE, knowledge_id)
+                if row is None or (team_id is None and not _member(w, caller, row["team_id"])):
+                    failed.append({"id": knowledge_id, "reason": "not_found"})
+                elif team_id is not None and row["team_id"] != team_id:
+                    failed.append({"id": knowledge_id, "reason": "team_mismatch"})
+                else:
+                    w.delete(MetaKind.KNOWLEDGE, {"knowledge_id": knowledge_id})
+                    deleted.append(knowledge_id)
+            if deleted:
+                audit.record(w, caller, "knowledge/delete", deleted, {"team_id": team_id, "failed": failed})
+        return {"deleted_ids": deleted, "failed": failed}
+
+    def list(
+        self,
+        caller: Caller,
+        team_id: str,
+        *,
+        type: str | None = None,
+        knowledge_ids: Sequence[str] | None = None,
+        limit: int = LIST_LIMIT_DEFAULT,
+        offset: int = 0,
+    ) -> Row:
+        """knowledge/list: the team's entries, newest first, as `{items, total}`."""
+        where: dict[str, Any] = {"team_id": team_id}
+        if type is not None:
+            where["type"] = type
+        if knowledge_ids:
+            where["knowledge_id"] = list(knowledge_ids)
+        with self.store.reading(caller.service_id) as r:
+            _require_member(r, caller, team_id)
+            rows = r.find(MetaKind.KNOWLEDGE, where, order_by=ORDER, limit=limit, offset=offset)
+            total = r.count(MetaKind.KNOWLEDGE, where)
+        return {"items": [knowledge_view(x) for x in rows], "total": total}
