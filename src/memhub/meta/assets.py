@@ -29,6 +29,7 @@ from memhub.meta.guards import (
     team_admin,
 )
 from memhub.meta.keys import relation_id
+from memhub.meta.paging import FIRST_PAGE, Page
 from memhub.meta.permissions import (
     ASSET_TYPES,
     AUTO_ASSET_STATUS,
@@ -57,10 +58,6 @@ OK: Row = {"ok": True}
 def chat_memory_asset_id(team_id: str, agent_id: str) -> str:
     """The id of an agent's own memory asset: `chat_memory-{team_id}-{agent_id}`."""
     return f"{CHAT_MEMORY_PREFIX}{team_id}-{agent_id}"
-
-
-def _page(items: list[Row], total: int, limit: int, offset: int) -> Row:
-    return {"items": items, "total": total, "limit": limit, "offset": offset}
 
 
 def _insert_binding(w: MetaWriter, agent_id: str, asset_id: str, asset_type: str, **extra: Any) -> Row:
@@ -266,7 +263,7 @@ class Assets:
         # As in the original, deleting an absent asset is an idempotent success.
         return {"deleted_ids": ids, "failed": []}
 
-    def list(self, caller: Caller, team_id: str, filters: Mapping[str, Any], limit: int, offset: int) -> Row:
+    def list(self, caller: Caller, team_id: str, filters: Mapping[str, Any], page: Page) -> Row:
         """asset/list: the team's assets the caller (an active member) may read, newest first."""
         me = caller_id(caller)
         where: dict[str, Any] = {"team_id": team_id}
@@ -279,7 +276,7 @@ class Assets:
             rows = r.find(MetaKind.ASSET, where, order_by=ASSET_ORDER)
             acls = _acls_by_asset(r, "read", [me, mine["role"]])
         kept = [a for a in rows if _may_read(a, me, mine, acls.get(a["asset_id"], ()))]
-        return _page(kept[offset : offset + limit], len(kept), limit, offset)
+        return page.cut(kept)
 
     def list_accessible(
         self,
@@ -291,8 +288,7 @@ class Assets:
         asset_type: str | None = None,
         agent_id: str | None = None,
         visibility: str | Sequence[str] | None = None,
-        limit: int = 20,
-        offset: int = 0,
+        page: Page = FIRST_PAGE,
     ) -> Row:
         """asset/list-accessible: usable assets `user_id` may `action`, over one team or all of theirs."""
         with self.store.reading(caller.service_id) as r:
@@ -306,7 +302,7 @@ class Assets:
             else:
                 members = r.find(MetaKind.MEMBER, {"user_id": user_id, "status": ACTIVE})
             if not members:
-                return _page([], 0, limit, offset)
+                return page.of([], 0)
             by_team = {m["team_id"]: m for m in members}
             where: dict[str, Any] = {"team_id": sorted(by_team), "status !=": list(UNUSABLE_STATUSES)}
             if asset_type is not None:
@@ -323,7 +319,7 @@ class Assets:
                 a, user_id, by_team[a["team_id"]], acls.get(a["asset_id"], ()), action, agent_id
             ).allowed
         ]
-        return _page(kept[offset : offset + limit], len(kept), limit, offset)
+        return page.cut(kept)
 
     def touch_usage(self, caller: Caller, asset_id: str) -> Row:
         """asset/touch-usage: the owner counts one use (updated_at unchanged)."""
@@ -375,15 +371,15 @@ class Assets:
             audit.record(w, caller, "agent-fixed-asset/set", [agent_id], {"asset_ids": list(seen)})
         return dict(OK)
 
-    def list_fixed_assets(self, caller: Caller, agent_id: str, limit: int, offset: int) -> Row:
+    def list_fixed_assets(self, caller: Caller, agent_id: str, page: Page) -> Row:
         """agent-fixed-asset/list: raw bindings, priority then newest first (active team members only)."""
         with self.store.reading(caller.service_id) as r:
             agent = existing(r, MetaKind.AGENT, agent_id)
             active_member(r, agent["team_id"], caller)  # the original had no check
             where = {"agent_id": agent_id}
-            rows = r.find(MetaKind.FIXED_ASSET, where, order_by=BINDING_ORDER, limit=limit, offset=offset)
+            rows = r.find(MetaKind.FIXED_ASSET, where, order_by=BINDING_ORDER, limit=page.limit, offset=page.offset)
             total = r.count(MetaKind.FIXED_ASSET, where)
-        return _page(rows, total, limit, offset)
+        return page.of(rows, total)
 
     def list_fixed_assets_with_detail(
         self,
@@ -393,8 +389,7 @@ class Assets:
         apply_visibility_filter: bool = False,
         touch_usage: bool = False,
         asset_types: Sequence[str] | None = None,
-        limit: int = 20,
-        offset: int = 0,
+        page: Page = FIRST_PAGE,
     ) -> Row:
         """agent-fixed-asset/list-with-detail: a page of bindings joined with their usable assets."""
         # Touching usage writes, so that variant runs in one write transaction, the other in a snapshot.
@@ -407,7 +402,7 @@ class Assets:
             where: dict[str, Any] = {"agent_id": agent_id}
             if asset_types:
                 where["asset_type"] = list(asset_types)
-            bindings = r.find(MetaKind.FIXED_ASSET, where, order_by=BINDING_ORDER, limit=limit, offset=offset)
+            bindings = r.find(MetaKind.FIXED_ASSET, where, order_by=BINDING_ORDER, limit=page.limit, offset=page.offset)
             total = r.count(MetaKind.FIXED_ASSET, where)
             assets = {
                 a["asset_id"]: a
@@ -442,7 +437,7 @@ class Assets:
                 touched = [i["asset_id"] for i in items]
                 audit.record(r, caller, "agent-fixed-asset/touch-usage", touched, {"agent_id": agent_id})
         view = {k: agent[k] for k in ("agent_id", "team_id", "owner_user_id", "prompt", "visibility", "status")}
-        return {"agent": view, "items": items, "total": total, "limit": limit, "offset": offset}
+        return {"agent": view, **page.of(items, total)}
 
     def summary_by_agents(self, caller: Caller, agent_ids: Sequence[str], asset_id: str | None = None) -> Row:
         """agent-fixed-asset/summary-by-agents: distinct bound assets per type for each agent, in request order.
@@ -525,16 +520,16 @@ class Assets:
             audit.record(w, caller, "acl/revoke", [acl_id], {"asset_id": acl["asset_id"]})
         return dict(OK)
 
-    def list_acl(self, caller: Caller, asset_id: str, limit: int, offset: int) -> Row:
+    def list_acl(self, caller: Caller, asset_id: str, page: Page) -> Row:
         """acl/list: the asset's entries, newest first (asset owner or team admin)."""
         with self.store.reading(caller.service_id) as r:
             asset = existing(r, MetaKind.ASSET, asset_id)
             if asset["owner_user_id"] != caller_id(caller):
                 team_admin(r, asset["team_id"], caller)
             where = {"asset_id": asset_id}
-            rows = r.find(MetaKind.ACL, where, order_by=ACL_ORDER, limit=limit, offset=offset)
+            rows = r.find(MetaKind.ACL, where, order_by=ACL_ORDER, limit=page.limit, offset=page.offset)
             total = r.count(MetaKind.ACL, where)
-        return _page(rows, total, limit, offset)
+        return page.of(rows, total)
 
     def check_acl(self, caller: Caller, user_id: str, asset_id: str, action: str, agent_id: str | None = None) -> Row:
         """acl/check: `{allowed, reason}` for `user_id` doing `action` on the asset (ACLs always consulted)."""

@@ -58,9 +58,12 @@ def team_admin(r: MetaReader, team_id: str, caller: Caller) -> None:
 
 
 def team_owner_or_admin(r: MetaReader, team_id: str, caller: Caller) -> Row:
-    """The team, which the caller owns or administers."""
-    team = existing(r, MetaKind.TEAM, team_id)
-    if team["owner_user_id"] != caller_id(caller):
+    """The team, which the caller owns or administers; to a non-member it does not exist."""
+    team = r.get(MetaKind.TEAM, team_id)
+    me = caller_id(caller)
+    if team is None or (team["owner_user_id"] != me and membership(r, team_id, me) is None):
+        raise MetaError("team_not_found", f"team not found: {team_id}")
+    if team["owner_user_id"] != me:
         team_admin(r, team_id, caller)
     return team
 

@@ -28,6 +28,9 @@ class Page:
         return self.of(items[self.offset : self.offset + self.limit], len(items))
 
 
+FIRST_PAGE = Page()
+
+
 def read_page(
     r: MetaReader,
     kind: MetaKind,

@@ -42,7 +42,7 @@ def delete(call: MetaCall, body: AssetDelete) -> Any:
 
 
 def list_assets(call: MetaCall, body: AssetList) -> Any:
-    return call.meta.assets.list(call.caller, body.team_id, body.fields(), body.limit, body.offset)
+    return call.meta.assets.list(call.caller, body.team_id, body.fields(), body.page())
 
 
 def list_accessible(call: MetaCall, body: AssetListAccessible) -> Any:
@@ -55,8 +55,7 @@ def list_accessible(call: MetaCall, body: AssetListAccessible) -> Any:
         asset_type=body.asset_type,
         agent_id=body.agent_id,
         visibility=body.visibility,
-        limit=body.limit,
-        offset=body.offset,
+        page=body.page(),
     )
 
 
@@ -71,7 +70,7 @@ def fixed_set(call: MetaCall, body: FixedAssetSet) -> Any:
 
 
 def fixed_list(call: MetaCall, body: FixedAssetList) -> Any:
-    return call.meta.assets.list_fixed_assets(call.caller, body.agent_id, body.limit, body.offset)
+    return call.meta.assets.list_fixed_assets(call.caller, body.agent_id, body.page())
 
 
 def fixed_detail(call: MetaCall, body: FixedAssetDetail) -> Any:
@@ -81,8 +80,7 @@ def fixed_detail(call: MetaCall, body: FixedAssetDetail) -> Any:
         apply_visibility_filter=bool(body.apply_visibility_filter),
         touch_usage=bool(body.touch_usage),
         asset_types=body.asset_types,
-        limit=body.limit,
-        offset=body.offset,
+        page=body.page(),
     )
 
 
@@ -109,7 +107,7 @@ def acl_revoke(call: MetaCall, body: AclRef) -> Any:
 
 
 def acl_list(call: MetaCall, body: AclList) -> Any:
-    return call.meta.assets.list_acl(call.caller, body.asset_id, body.limit, body.offset)
+    return call.meta.assets.list_acl(call.caller, body.asset_id, body.page())
 
 
 def acl_check(call: MetaCall, body: AclCheck) -> Any:
