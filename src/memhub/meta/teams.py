@@ -125,7 +125,6 @@ class Teams:
             w.delete(MetaKind.FIXED_ASSET, {"asset_id": assets})
             w.delete(MetaKind.ACL, {"asset_id": assets})
             w.delete(MetaKind.ASSET, {"asset_id": assets})
-        w.delete(MetaKind.ACL, {"subject_type": "team_role", "subject_id": team_id})
         w.delete(MetaKind.MEMBER, {"team_id": team_id})
         w.delete(MetaKind.TEAM, {"team_id": team_id})
 

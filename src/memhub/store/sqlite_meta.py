@@ -68,10 +68,16 @@ def _order_sql(order_by: Sequence[str]) -> str:
     return (" ORDER BY " + ", ".join(parts)) if parts else ""
 
 
-def _row(row: sqlite3.Row) -> Row:
-    out = {k: row[k] for k in row.keys() if k != "service_id"}  # noqa: SIM118 - sqlite3.Row has no iteration of keys
-    for name in BOOLEAN_FIELDS.intersection(out):
-        out[name] = bool(out[name])
+def _rows(cursor: sqlite3.Cursor) -> list[Row]:
+    names = [d[0] for d in cursor.description]
+    booleans = [i for i, name in enumerate(names) if name in BOOLEAN_FIELDS]
+    out = []
+    for values in cursor:
+        row = dict(zip(names, values, strict=True))
+        del row["service_id"]  # the tenant is implied by the reader
+        for i in booleans:
+            row[names[i]] = bool(values[i])
+        out.append(row)
     return out
 
 
@@ -98,7 +104,7 @@ class _SQLiteMetaReader(MetaReader):
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
             params += [limit, offset]
-        return [_row(r) for r in self.con.execute(sql, params)]
+        return _rows(self.con.execute(sql, params))
 
     def count(self, kind: MetaKind, where: Where | None = None) -> int:
         clause, params = _where_sql(self.service_id, where)
