@@ -30,6 +30,11 @@ USER_KEY_HEADER = "x-tdai-user-key"
 _PRINTABLE = re.compile(r"^[^\x00-\x1f\x7f]+$")
 
 
+def valid_service_id(service_id: str) -> bool:
+    """1..128 printable characters."""
+    return 0 < len(service_id) <= MAX_SERVICE_ID_CHARS and bool(_PRINTABLE.match(service_id))
+
+
 def bearer_token(request: Request) -> str | None:
     """The token of an `Authorization: Bearer …` header, or None."""
     header = request.headers.get("authorization", "")
@@ -84,7 +89,7 @@ class Authenticator:
         service_id = request.headers.get("x-tdai-service-id", "").strip()
         if not service_id:
             raise Unauthorized(missing)
-        if len(service_id) > MAX_SERVICE_ID_CHARS or not _PRINTABLE.match(service_id):
+        if not valid_service_id(service_id):
             raise BadRequest(f"x-tdai-service-id: must be 1..{MAX_SERVICE_ID_CHARS} printable characters")
         return service_id
 
@@ -112,7 +117,7 @@ class Authenticator:
         service_id = request.headers.get("x-tdai-service-id", "").strip()
         if not service_id:
             raise MetaError("missing_instance_id", "x-tdai-service-id header is required")
-        if len(service_id) > MAX_SERVICE_ID_CHARS or not _PRINTABLE.match(service_id):
+        if not valid_service_id(service_id):
             raise MetaError(
                 "invalid_instance_id", f"x-tdai-service-id must be 1..{MAX_SERVICE_ID_CHARS} printable characters"
             )

@@ -10,7 +10,7 @@ import json
 from typing import Annotated, Any, Literal
 from urllib.parse import urlparse
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from memhub.api.schemas import IsoInstant
 from memhub.meta.paging import DEFAULT_LIMIT, MAX_LIMIT, Page
@@ -40,12 +40,18 @@ def _url(value: str) -> str:
     return value
 
 
+def _one_or_many(value: Any) -> Any:
+    # One value or a list of 1..5: normalised to a list here, so errors name `visibility[i]`.
+    return [value] if isinstance(value, str) else value
+
+
 Id = Annotated[str, Field(min_length=1, max_length=256)]
 Name = Annotated[str, Field(min_length=1, max_length=256)]
 Text = Annotated[str, Field(max_length=4096)]
 LongText = Annotated[str, Field(max_length=65_536)]
 JsonText = Annotated[str, Field(max_length=65_536), AfterValidator(_json_text)]
 IdList = Annotated[list[Id], Field(min_length=1, max_length=1000)]
+VisibilityFilter = Annotated[list[Visibility], Field(min_length=1, max_length=5), BeforeValidator(_one_or_many)]
 Url = Annotated[str, Field(min_length=1, max_length=2048), AfterValidator(_url)]
 
 
@@ -377,7 +383,7 @@ class AssetListAccessible(Paged, UserIdOrKey):
     action: Permission | None = None
     asset_type: AssetType | None = None
     agent_id: Id | None = None
-    visibility: Visibility | Annotated[list[Visibility], Field(min_length=1, max_length=5)] | None = None
+    visibility: VisibilityFilter | None = None
 
 
 class Binding(MetaBody):

@@ -101,6 +101,16 @@ class Agents:
             },
         )
 
+    @staticmethod
+    def _owned(r: MetaReader, caller: Caller, agent_id: str) -> Row:
+        """The caller's own agent; one they cannot see does not exist for them, one they can is 403."""
+        agent = r.get(MetaKind.AGENT, agent_id)
+        me = caller_id(caller)
+        if agent is None or not agent_visible(r, agent, me):
+            raise MetaError("agent_not_found", f"agent not found: {agent_id}")
+        owner(agent, "owner_user_id", caller)
+        return agent
+
     def _visible(self, r: MetaReader, caller: Caller, agent_id: str) -> Row:
         agent = r.get(MetaKind.AGENT, agent_id)
         if agent is None or not agent_visible(r, agent, caller_id(caller), system_admin=caller.is_system_admin):
@@ -115,7 +125,7 @@ class Agents:
     def update(self, caller: Caller, agent_id: str, changes: Mapping[str, Any]) -> Row:
         """agent/update: the owner only; the owner cannot be changed."""
         with self.store.writing(caller.service_id) as w:
-            owner(existing(w, MetaKind.AGENT, agent_id), "owner_user_id", caller)
+            self._owned(w, caller, agent_id)
             patch = {k: v for k, v in changes.items() if k in AGENT_FIELDS and v is not None}
             w.update(MetaKind.AGENT, agent_id, {**patch, "updated_at": now_iso()})
             audit.record(w, caller, "agent/update", [agent_id], {"fields": sorted(patch)})
@@ -132,9 +142,7 @@ class Agents:
         """agent/delete: all or nothing, owner only."""
         ids = list(dict.fromkeys(agent_ids))
         with self.store.writing(caller.service_id) as w:
-            agents = [existing(w, MetaKind.AGENT, a) for a in ids]
-            for agent in agents:
-                owner(agent, "owner_user_id", caller)
+            agents = [self._owned(w, caller, a) for a in ids]
             for agent in agents:
                 self.cascade(w, agent)
             w.delete(MetaKind.AGENT, {"agent_id": ids})
@@ -144,8 +152,7 @@ class Agents:
     def archive(self, caller: Caller, agent_id: str) -> Row:
         """agent/archive: inactive, and its chat-memory asset is withdrawn."""
         with self.store.writing(caller.service_id) as w:
-            agent = existing(w, MetaKind.AGENT, agent_id)
-            owner(agent, "owner_user_id", caller)
+            agent = self._owned(w, caller, agent_id)
             w.update(MetaKind.AGENT, agent_id, {"status": "inactive", "updated_at": now_iso()})
             self.withdraw_memory_asset(w, agent)
             audit.record(w, caller, "agent/archive", [agent_id])

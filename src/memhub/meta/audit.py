@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memhub.meta.caller import Caller
-from memhub.meta.clock import now_iso
+from memhub.meta.clock import canonical, now_iso
 from memhub.meta.keys import relation_id
 from memhub.meta.paging import Page, read_page
 from memhub.store.meta import MetaKind, MetaStore, MetaWriter, Row
@@ -58,8 +58,8 @@ def query(store: MetaStore, service_id: str, filters: Mapping[str, Any], page: P
         if filters.get(name):
             where[name] = filters[name]
     if filters.get("since"):
-        where["created_at >="] = filters["since"]
+        where["created_at >="] = canonical(filters["since"])
     if filters.get("until"):
-        where["created_at <="] = filters["until"]
+        where["created_at <="] = canonical(filters["until"])
     with store.reading(service_id) as r:
         return read_page(r, MetaKind.AUDIT, where, ["-seq"], page, entry_view)

@@ -8,7 +8,7 @@ from typing import Any
 
 from memhub.meta import audit
 from memhub.meta.caller import Caller
-from memhub.meta.clock import now_iso
+from memhub.meta.clock import canonical, now_iso
 from memhub.meta.errors import MetaError
 from memhub.meta.guards import ACTIVE, active_member, caller_id, existing, membership, owner, team_admin
 from memhub.meta.keys import entity_id, relation_id
@@ -92,6 +92,15 @@ class Tasks:
             audit.record(w, caller, "task/create", [task["task_id"]], {"team_id": team_id})
         return task
 
+    @staticmethod
+    def _known(r: MetaReader, caller: Caller, task_id: str) -> Row:
+        """The task, unless the caller is neither its creator nor in its team (then it does not exist)."""
+        task = r.get(MetaKind.TASK, task_id)
+        me = caller_id(caller)
+        if task is None or (task["creator_user_id"] != me and membership(r, task["team_id"], me) is None):
+            raise MetaError("task_not_found", f"task not found: {task_id}")
+        return task
+
     def _readable(self, r: MetaReader, caller: Caller, task_id: str) -> Row:
         task = r.get(MetaKind.TASK, task_id)
         if task is None or (membership(r, task["team_id"], caller_id(caller)) is None and not caller.is_system_admin):
@@ -105,7 +114,7 @@ class Tasks:
 
     def _mutate(self, caller: Caller, task_id: str, patch: Mapping[str, Any], action: str) -> Row:
         with self.store.writing(caller.service_id) as w:
-            owner(existing(w, MetaKind.TASK, task_id), "creator_user_id", caller)
+            owner(self._known(w, caller, task_id), "creator_user_id", caller)
             w.update(MetaKind.TASK, task_id, {**patch, "updated_at": now_iso()})
             audit.record(w, caller, action, [task_id], {"fields": sorted(patch)})
             task = w.get(MetaKind.TASK, task_id)
@@ -126,7 +135,7 @@ class Tasks:
         ids = list(dict.fromkeys(task_ids))
         with self.store.writing(caller.service_id) as w:
             for task_id in ids:
-                owner(existing(w, MetaKind.TASK, task_id), "creator_user_id", caller)
+                owner(self._known(w, caller, task_id), "creator_user_id", caller)
             w.delete(MetaKind.TASK_AGENT, {"task_id": ids})
             w.delete(MetaKind.TASK, {"task_id": ids})
             audit.record(w, caller, "task/delete", ids)
@@ -153,7 +162,7 @@ class Tasks:
     def link(self, caller: Caller, task_id: str, agent_id: str, role_in_task: str | None) -> Row:
         """task-agent/link: the creator links an agent of the task's team."""
         with self.store.writing(caller.service_id) as w:
-            task = existing(w, MetaKind.TASK, task_id)
+            task = self._known(w, caller, task_id)
             owner(task, "creator_user_id", caller)
             _agent_in_team(w, agent_id, task["team_id"])
             link = self._link(w, task_id, agent_id, role_in_task)
@@ -165,7 +174,7 @@ class Tasks:
         with self.store.writing(caller.service_id) as w:
             if w.get(MetaKind.AGENT, agent_id) is None:
                 raise MetaError("agent_not_found", f"not found: {agent_id}")
-            owner(existing(w, MetaKind.TASK, task_id), "creator_user_id", caller)
+            owner(self._known(w, caller, task_id), "creator_user_id", caller)
             w.delete(MetaKind.TASK_AGENT, {"task_id": task_id, "agent_id": agent_id})
             audit.record(w, caller, "task-agent/unlink", [task_id, agent_id])
 
@@ -191,7 +200,7 @@ class Tasks:
             existing(w, MetaKind.AGENT, fields["agent_id"])
             if membership(w, team_id, user_id) is None:
                 raise MetaError("member_not_found", f"member not found: {team_id}/{user_id}")
-            at = fields.get("created_at") or now_iso()
+            at = canonical(fields["created_at"]) if fields.get("created_at") else now_iso()
             entry = {
                 "id": relation_id(),
                 "team_id": team_id,
@@ -213,9 +222,9 @@ class Tasks:
             if fields.get(name):
                 where[name] = fields[name]
         if fields.get("created_after"):
-            where["created_at >="] = fields["created_after"]
+            where["created_at >="] = canonical(fields["created_after"])
         if fields.get("created_before"):
-            where["created_at <="] = fields["created_before"]
+            where["created_at <="] = canonical(fields["created_before"])
         with self.store.reading(caller.service_id) as r:
             active_member(r, fields["team_id"], caller)
             if not fields.get("dedupe"):

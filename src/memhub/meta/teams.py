@@ -153,6 +153,8 @@ class Teams:
             team = existing(w, MetaKind.TEAM, team_id)
             if user_id == team["owner_user_id"] and role != "admin":
                 raise denied("cannot demote team owner")
+            if user_id == team["owner_user_id"] and status != ACTIVE:
+                raise denied("cannot remove team owner")
             rows = w.find(MetaKind.MEMBER, {"team_id": team_id, "user_id": user_id}, limit=1)
             if rows and rows[0]["status"] == status and rows[0]["role"] == role:
                 raise MetaError("member_already_exists", f"member already exists: {team_id}/{user_id}")

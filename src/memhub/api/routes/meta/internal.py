@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memhub.api.auth import MAX_SERVICE_ID_CHARS, valid_service_id
 from memhub.api.meta_schemas import InitAdmin, ListByInstance
 from memhub.api.metaplane import Guard, MetaCall, MetaRoute
 from memhub.meta.errors import MetaError
@@ -14,6 +15,9 @@ def _instance(call: MetaCall, body_instance: str | None) -> str:
     instance = call.caller.service_id or (body_instance or "").strip()
     if not instance:
         raise MetaError("missing_instance_id", "x-tdai-service-id header or instance_id is required")
+    if not valid_service_id(instance):
+        # An instance the other planes would refuse could never use the admin created here.
+        raise MetaError("invalid_instance_id", f"instance id must be 1..{MAX_SERVICE_ID_CHARS} printable characters")
     return instance
 
 
