@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memhub.meta import audit
+from memhub.meta.agents import agent_visible
 from memhub.meta.caller import Caller
 from memhub.meta.clock import now_iso
 from memhub.meta.errors import MetaError, denied, not_found
@@ -173,6 +174,11 @@ def _may_read(asset: Row, user_id: str, member: Row | None, acls: Sequence[Row])
     return check_permission(asset, user_id, member, acls, "read").allowed
 
 
+def _usable_agent(r: MetaReader, agent: Row, user_id: str) -> str | None:
+    """The agent's id when the user may act through it; else None, so its ACL entries do not apply."""
+    return agent["agent_id"] if agent_visible(r, agent, user_id) else None
+
+
 def _may_ask_about(r: MetaReader, caller: Caller, user_id: str, team_id: str | None) -> bool:
     """May the caller learn `user_id`'s access? Themself, a system admin, or an admin of `team_id`."""
     me = caller_id(caller)
@@ -310,6 +316,9 @@ class Assets:
             if visibility is not None:
                 where["visibility"] = [visibility] if isinstance(visibility, str) else list(visibility)
             rows = r.find(MetaKind.ASSET, where, order_by=ASSET_ORDER)
+            if agent_id is not None:
+                agent = r.get(MetaKind.AGENT, agent_id)
+                agent_id = _usable_agent(r, agent, user_id) if agent else None
             subjects = {user_id, *(m["role"] for m in members)} | ({agent_id} if agent_id else set())
             acls = _acls_by_asset(r, action, subjects)
         kept = [
@@ -536,7 +545,7 @@ class Assets:
         caller_id(caller)  # a user's question; the gateway key has no user to ask about
         with self.store.reading(caller.service_id) as r:
             if agent_id is not None:
-                referenced(r, MetaKind.AGENT, agent_id)
+                agent_id = _usable_agent(r, referenced(r, MetaKind.AGENT, agent_id), user_id)
             asset = r.get(MetaKind.ASSET, asset_id)
             # The original answered for anyone; another user's rights are a system admin's or a
             # team admin's business (a missing asset is refused alike, so nothing leaks).

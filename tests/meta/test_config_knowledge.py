@@ -1,0 +1,491 @@
+"""config/user/get|set, instance-quota/get and the knowledge registry (/v3/knowledge/*), over a live server.
+
+Config (digest §4): module `asset_type` holds four switches (`<type>.enabled`, default "1"); a user
+reads and sets only their own values (no system-admin bypass); unknown_module / invalid_param_key /
+invalid_param_scope (the global-only quota module) / invalid_param_value ("0"/"1" only) → 400, and
+a set is all-or-nothing. Knowledge (spec §2.6, digest §5): data-plane authentication; a user-key
+caller must be an active member of the team concerned; create is an idempotent upsert.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from tests.conftest import Gateway, build_gateway
+from tests.meta.metadata_client import refused, serve
+from tests.meta.org import Member, Org, table_snapshot
+
+ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+SWITCHES = ("skill.enabled", "llm_wiki.enabled", "code_graph.enabled", "chat_memory.enabled")
+KNOWLEDGE_KEYS = {
+    "knowledge_id",
+    "type",
+    "service_url",
+    "name",
+    "summary",
+    "team_id",
+    "agent_id",
+    "user_id",
+    "repo_url",
+    "branch",
+    "created_at",
+    "updated_at",
+}
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    built = build_gateway(tmp_path_factory.mktemp("config"))
+    with serve(built) as gw:
+        yield gw
+    built.close()
+
+
+@dataclass
+class Crew:
+    org: Org
+    team_id: str  # alice's team; bob is a member
+    other_team: str  # carol's team
+    alice: Member
+    bob: Member
+    carol: Member
+
+
+@pytest.fixture
+def c(live: Gateway) -> Crew:
+    org = Org(live, service=f"svc-{uuid.uuid4().hex[:10]}")
+    alice, bob, carol = (org.user(n) for n in ("alice", "bob", "carol"))
+    team_id = org.team(alice, "team")
+    org.join(team_id, alice, bob)
+    return Crew(org, team_id, org.team(carol, "other"), alice, bob, carol)
+
+
+# -- config/user/get ------------------------------------------------------------------------------
+def _config(c: Crew, who: Member, module: str = "asset_type", **body: Any) -> dict[str, Any]:
+    return c.org.ok(who, "/v3/meta/config/user/get", {"user_id": who.user_id, "module": module, **body})
+
+
+def _values(data: dict[str, Any]) -> dict[str, str]:
+    return {item["param_name"]: item["effective_value"] for item in data["items"]}
+
+
+def test_get_defaults_and_shape(c: Crew) -> None:
+    data = _config(c, c.bob)
+    assert set(data) == {"user_id", "module", "module_description", "items"}
+    assert (data["user_id"], data["module"]) == (c.bob.user_id, "asset_type")
+    assert data["module_description"] == "AssetType 资源使用开关"
+    assert [i["param_name"] for i in data["items"]] == list(SWITCHES)  # registry order
+    for item in data["items"]:
+        assert set(item) == {"module", "param_name", "param_key", "description", "effective_value"}
+        assert item["module"] == "asset_type" and item["param_key"] == f"asset_type.{item['param_name']}"
+        assert item["effective_value"] == "1"
+    assert data["items"][0]["description"] == "是否允许使用 Skill 类资产"
+    one = _config(c, c.bob, param_name="chat_memory.enabled")
+    assert [i["param_key"] for i in one["items"]] == ["asset_type.chat_memory.enabled"]
+    # The global-only quota module can be read (its effective value is the instance's).
+    quota = _config(c, c.bob, "quota")
+    assert _values(quota) == {"max_users_per_instance": "500", "max_teams_per_instance": "100"}
+
+
+def test_set_then_get_and_upsert(c: Crew) -> None:
+    path = "/v3/meta/config/user/set"
+    body = {
+        "user_id": c.bob.user_id,
+        "module": "asset_type",
+        "params": {"skill.enabled": "0", "code_graph.enabled": "0"},
+    }
+    assert c.org.ok(c.bob, path, body) == {"ok": True}
+    assert _values(_config(c, c.bob)) == {
+        "skill.enabled": "0",
+        "llm_wiki.enabled": "1",
+        "code_graph.enabled": "0",
+        "chat_memory.enabled": "1",
+    }
+    assert set(_values(_config(c, c.alice)).values()) == {"1"}  # other users keep the default
+    c.org.ok(c.bob, path, {**body, "params": {"skill.enabled": "1"}})
+    assert _values(_config(c, c.bob))["skill.enabled"] == "1"
+    con = c.org.gw.store._reader()
+    rows = con.execute(
+        "SELECT COUNT(*) FROM meta_config_params WHERE user_id = ? AND param_name = 'skill.enabled'",
+        (c.bob.user_id,),
+    ).fetchone()[0]
+    assert rows == 1  # updated in place, not duplicated
+    # An empty params map is a no-op success.
+    before = table_snapshot(c.org.gw)
+    assert c.org.ok(c.bob, path, {**body, "params": {}}) == {"ok": True}
+    assert table_snapshot(c.org.gw) == before
+
+
+def test_only_the_user_themself(c: Crew) -> None:
+    message = "permission_denied: user_id does not match caller"
+    get_body = {"user_id": c.alice.user_id, "module": "asset_type"}
+    set_body = {**get_body, "params": {"skill.enabled": "0"}}
+    for who in (c.bob, c.org.admin):  # a system admin gets no bypass
+        refused(c.org, who, "/v3/meta/config/user/get", get_body, 403, message)
+        refused(c.org, who, "/v3/meta/config/user/set", set_body, 403, message)
+    # Unknown ids are refused alike (no probing for users).
+    refused(c.org, c.bob, "/v3/meta/config/user/get", {**get_body, "user_id": "usr-nope"}, 403, message)
+    refused(c.org, c.bob, "/v3/meta/config/user/set", {**set_body, "user_id": "usr-nope"}, 403, message)
+    response = c.org.gw.client.post(
+        "/v3/meta/config/user/get",
+        json=get_body,
+        headers={"authorization": f"Bearer {c.org.gw.key}", "x-tdai-service-id": c.org.service},
+    )
+    assert response.status_code == 401 and response.json()["message"] == "unauthorized: missing_user_key"
+
+
+def test_config_errors(c: Crew) -> None:
+    me = c.bob.user_id
+    get_path, set_path = "/v3/meta/config/user/get", "/v3/meta/config/user/set"
+    refused(c.org, c.bob, get_path, {"user_id": me, "module": "video"}, 400, "unknown_module: unknown module: video")
+    refused(
+        c.org,
+        c.bob,
+        set_path,
+        {"user_id": me, "module": "video", "params": {"x": "1"}},
+        400,
+        "unknown_module: unknown module: video",
+    )
+    refused(
+        c.org,
+        c.bob,
+        get_path,
+        {"user_id": me, "module": "asset_type", "param_name": "video.enabled"},
+        400,
+        "invalid_param_key: unknown param: asset_type.video.enabled",
+    )
+    refused(
+        c.org,
+        c.bob,
+        set_path,
+        {"user_id": me, "module": "asset_type", "params": {"video.enabled": "1"}},
+        400,
+        "invalid_param_key: unknown param: asset_type.video.enabled",
+    )
+    refused(
+        c.org,
+        c.bob,
+        set_path,
+        {"user_id": me, "module": "quota", "params": {"max_users_per_instance": "5"}},
+        400,
+        "invalid_param_scope: module 'quota' is global-only, cannot set for user scope",
+    )
+    for value in ("2", "true", "", " 1", "01"):
+        refused(
+            c.org,
+            c.bob,
+            set_path,
+            {"user_id": me, "module": "asset_type", "params": {"skill.enabled": value}},
+            400,
+            f"invalid_param_value: param 'skill.enabled' only accepts '0' or '1', got '{value}'",
+        )
+    refused(c.org, c.bob, set_path, {"user_id": me, "module": "asset_type", "params": {"skill.enabled": 1}}, 400)
+    refused(c.org, c.bob, set_path, {"user_id": me, "module": "asset_type"}, 400, "params: …")
+    refused(c.org, c.bob, get_path, {"user_id": me}, 400, "module: …")
+    refused(c.org, c.bob, get_path, {"module": "asset_type"}, 400, "user_id: …")
+
+
+def test_set_is_all_or_nothing(c: Crew) -> None:
+    path = "/v3/meta/config/user/set"
+    for params, message in (
+        (
+            {"skill.enabled": "0", "llm_wiki.enabled": "yes"},
+            "invalid_param_value: param 'llm_wiki.enabled' only accepts '0' or '1', got 'yes'",
+        ),
+        ({"skill.enabled": "0", "video.enabled": "0"}, "invalid_param_key: unknown param: asset_type.video.enabled"),
+    ):
+        refused(c.org, c.bob, path, {"user_id": c.bob.user_id, "module": "asset_type", "params": params}, 400, message)
+    assert _values(_config(c, c.bob))["skill.enabled"] == "1"
+
+
+def test_llm_api_key_is_never_returned_in_clear(c: Crew) -> None:
+    body = {"user_id": c.bob.user_id, "module": "llm", "params": {"api_key": "sk-upstream-abcdefgh1234"}}
+    assert c.org.ok(c.bob, "/v3/meta/config/user/set", body) == {"ok": True}
+    assert _values(_config(c, c.bob, "llm")) == {"api_key": "****1234"}
+    assert _values(_config(c, c.alice, "llm")) == {"api_key": ""}
+
+
+def test_instance_quota(c: Crew, tmp_path: Any) -> None:
+    for who in (c.bob, c.org.admin):
+        assert c.org.ok(who, "/v3/meta/instance-quota/get", {"ignored": True}) == {
+            "max_users_per_instance": 500,
+            "max_teams_per_instance": 100,
+        }
+    gw = build_gateway(tmp_path / "small", max_users_per_instance=7, max_teams_per_instance=3)
+    try:
+        org = Org(gw)
+        assert org.ok(org.admin, "/v3/meta/instance-quota/get", {}) == {
+            "max_users_per_instance": 7,
+            "max_teams_per_instance": 3,
+        }
+        quota = org.ok(org.admin, "/v3/meta/config/user/get", {"user_id": org.admin.user_id, "module": "quota"})
+        assert _values(quota) == {"max_users_per_instance": "7", "max_teams_per_instance": "3"}
+    finally:
+        gw.close()
+
+
+# -- knowledge ------------------------------------------------------------------------------------
+def _kb(c: Crew, knowledge_id: str = "kb-1", **fields: Any) -> dict[str, Any]:
+    return {
+        "knowledge_id": knowledge_id,
+        "type": "wiki",
+        "service_url": "http://knowledge:8424",
+        "name": f"wiki {knowledge_id}",
+        "team_id": c.team_id,
+        **fields,
+    }
+
+
+def _gateway_headers(c: Crew) -> dict[str, str]:
+    return {"authorization": f"Bearer {c.org.gw.key}", "x-tdai-service-id": c.org.service}
+
+
+def _as_gateway(c: Crew, path: str, body: dict[str, Any]) -> Any:
+    response = c.org.gw.client.post(path, json=body, headers=_gateway_headers(c))
+    envelope = response.json()
+    assert response.status_code == 200 and envelope["code"] == 0, envelope
+    return envelope["data"]
+
+
+def test_knowledge_create_is_an_idempotent_upsert(c: Crew) -> None:
+    body = _kb(c, summary="s", user_id=c.bob.user_id, repo_url="https://git/x.git", branch="main")
+    first = c.org.ok(c.bob, "/v3/knowledge/create", body)
+    assert set(first) == KNOWLEDGE_KEYS
+    assert {k: first[k] for k in body} == body
+    assert first["agent_id"] == "" and ISO_MS.match(first["created_at"]) and first["created_at"] == first["updated_at"]
+    again = c.org.ok(c.bob, "/v3/knowledge/create", body)
+    assert again["created_at"] == first["created_at"] and {k: again[k] for k in body} == body
+    changed = c.org.ok(
+        c.bob, "/v3/knowledge/create", {**body, "type": "code-graph", "name": "renamed", "summary": None}
+    )
+    assert (changed["type"], changed["name"], changed["summary"]) == ("code-graph", "renamed", None)
+    assert changed["created_at"] == first["created_at"] and changed["updated_at"] >= first["updated_at"]
+    listed = c.org.ok(c.bob, "/v3/knowledge/list", {"team_id": c.team_id})
+    assert listed["total"] == 1 and listed["items"] == [changed]
+    assert c.org.ok(c.bob, "/v3/knowledge/get", {"knowledge_id": "kb-1"}) == changed
+
+
+def test_knowledge_validation(c: Crew) -> None:
+    path = "/v3/knowledge/create"
+    refused(c.org, c.bob, path, _kb(c, type="pdf"), 400, "type: must be one of 'wiki' or 'code-graph'")
+    for url in ("ftp://knowledge/x", "knowledge:8424", "http://", "not a url", ""):
+        envelope = refused(c.org, c.bob, path, _kb(c, service_url=url), 400)
+        assert envelope["message"].startswith("service_url: "), envelope
+    refused(c.org, c.bob, path, _kb(c, summary="x" * 257), 400, "summary: must be at most 256 characters")
+    assert c.org.ok(c.bob, path, _kb(c, summary="x" * 256))["summary"] == "x" * 256
+    for missing in ("knowledge_id", "type", "service_url", "name", "team_id"):
+        body = {k: v for k, v in _kb(c, "kb-2").items() if k != missing}
+        envelope = refused(c.org, c.bob, path, body, 400)
+        assert envelope["message"].startswith(f"{missing}: "), envelope
+    refused(c.org, c.bob, path, _kb(c, "kb-2", name=""), 400, "name: …")
+    refused(
+        c.org, c.bob, "/v3/knowledge/update", {"knowledge_id": "kb-1", "service_url": "ftp://x"}, 400, "service_url: …"
+    )
+    refused(c.org, c.bob, "/v3/knowledge/update", {"knowledge_id": "kb-1", "summary": "y" * 257}, 400, "summary: …")
+    refused(c.org, c.bob, "/v3/knowledge/delete", {"knowledge_ids": []}, 400, "knowledge_ids: …")
+    ids = [f"k{i}" for i in range(101)]
+    refused(
+        c.org,
+        c.bob,
+        "/v3/knowledge/delete",
+        {"knowledge_ids": ids},
+        400,
+        "knowledge_ids: must contain at most 100 items",
+    )
+    listing = {"team_id": c.team_id}
+    ids = [f"k{i}" for i in range(201)]
+    refused(c.org, c.bob, "/v3/knowledge/list", {**listing, "knowledge_ids": ids}, 400, "knowledge_ids: …")
+    refused(c.org, c.bob, "/v3/knowledge/list", {**listing, "pagination": {"limit": 1001}}, 400, "pagination.limit: …")
+    refused(c.org, c.bob, "/v3/knowledge/list", {**listing, "pagination": {"limit": 0}}, 400, "pagination.limit: …")
+    refused(c.org, c.bob, "/v3/knowledge/list", {**listing, "pagination": {"offset": -1}}, 400, "pagination.offset: …")
+    refused(c.org, c.bob, "/v3/knowledge/list", {**listing, "type": "pdf"}, 400, "type: …")
+    refused(c.org, c.bob, "/v3/knowledge/list", {}, 400, "team_id: …")
+    refused(c.org, c.bob, "/v3/knowledge/get", {}, 400, "knowledge_id: …")
+
+
+def test_knowledge_get_update(c: Crew) -> None:
+    c.org.ok(c.bob, "/v3/knowledge/create", _kb(c, summary="s", branch="main"))
+    refused(c.org, c.bob, "/v3/knowledge/get", {"knowledge_id": "nope"}, 404, "Knowledge not found")
+    refused(
+        c.org,
+        c.carol,
+        "/v3/knowledge/get",
+        {"knowledge_id": "kb-1", "team_id": c.other_team},
+        403,
+        "Knowledge team_id mismatch",
+    )
+    got = c.org.ok(c.alice, "/v3/knowledge/get", {"knowledge_id": "kb-1", "team_id": c.team_id})
+    assert got["knowledge_id"] == "kb-1" and got["summary"] == "s"
+    update = {
+        "knowledge_id": "kb-1",
+        "team_id": c.team_id,
+        "name": "renamed",
+        "service_url": "https://ks.example:9000/v3",
+        "repo_url": "https://git/y.git",
+        "branch": "dev",
+        "summary": None,
+    }
+    updated = c.org.ok(c.alice, "/v3/knowledge/update", update)
+    assert {k: updated[k] for k in ("name", "service_url", "repo_url", "branch", "summary")} == {
+        "name": "renamed",
+        "service_url": "https://ks.example:9000/v3",
+        "repo_url": "https://git/y.git",
+        "branch": "dev",
+        "summary": None,
+    }
+    assert updated["type"] == "wiki" and updated["created_at"] == got["created_at"]
+    assert updated["updated_at"] >= got["updated_at"]
+    assert c.org.ok(c.bob, "/v3/knowledge/get", {"knowledge_id": "kb-1"}) == updated
+    partial = c.org.ok(c.bob, "/v3/knowledge/update", {"knowledge_id": "kb-1", "name": "again"})
+    assert partial["name"] == "again" and partial["branch"] == "dev"
+    refused(c.org, c.bob, "/v3/knowledge/update", {"knowledge_id": "nope", "name": "x"}, 404, "Knowledge not found")
+    refused(
+        c.org,
+        c.carol,
+        "/v3/knowledge/update",
+        {"knowledge_id": "kb-1", "team_id": c.other_team, "name": "x"},
+        403,
+        "Knowledge team_id mismatch",
+    )
+
+
+def test_knowledge_delete(c: Crew) -> None:
+    for kid in ("k1", "k2", "k3"):
+        c.org.ok(c.bob, "/v3/knowledge/create", _kb(c, kid))
+    c.org.ok(c.carol, "/v3/knowledge/create", _kb(c, "theirs", team_id=c.other_team))
+    data = c.org.ok(c.bob, "/v3/knowledge/delete", {"knowledge_ids": ["k1", "missing", "k1"]})
+    assert data == {"deleted_ids": ["k1"], "failed": [{"id": "missing", "reason": "not_found"}]}
+    scoped = c.org.ok(c.carol, "/v3/knowledge/delete", {"knowledge_ids": ["theirs"], "team_id": c.other_team})
+    assert scoped == {"deleted_ids": ["theirs"], "failed": []}
+    # With a team guard, another team's entry is not deleted (the gateway key may name any team).
+    guarded = _as_gateway(c, "/v3/knowledge/delete", {"knowledge_ids": ["k2"], "team_id": c.other_team})
+    assert guarded["deleted_ids"] == [] and [f["id"] for f in guarded["failed"]] == ["k2"]
+    assert set(guarded["failed"][0]) == {"id", "reason"}
+    listed = c.org.ok(c.bob, "/v3/knowledge/list", {"team_id": c.team_id})
+    assert sorted(i["knowledge_id"] for i in listed["items"]) == ["k2", "k3"]
+
+
+def test_knowledge_list(c: Crew) -> None:
+    for kid, kind in (("w1", "wiki"), ("g1", "code-graph"), ("w2", "wiki"), ("g2", "code-graph")):
+        c.org.ok(c.bob, "/v3/knowledge/create", _kb(c, kid, type=kind))
+    c.org.ok(c.carol, "/v3/knowledge/create", _kb(c, "w-other", team_id=c.other_team))
+    path = "/v3/knowledge/list"
+    data = c.org.ok(c.bob, path, {"team_id": c.team_id})
+    assert set(data) == {"items", "total"} and data["total"] == 4
+    assert all(set(i) == KNOWLEDGE_KEYS and i["team_id"] == c.team_id for i in data["items"])
+    stamps = [i["created_at"] for i in data["items"]]
+    assert stamps == sorted(stamps, reverse=True)
+    wikis = c.org.ok(c.bob, path, {"team_id": c.team_id, "type": "wiki"})
+    assert sorted(i["knowledge_id"] for i in wikis["items"]) == ["w1", "w2"] and wikis["total"] == 2
+    batch = c.org.ok(c.bob, path, {"team_id": c.team_id, "knowledge_ids": ["g1", "w2", "w-other", "nope"]})
+    assert sorted(i["knowledge_id"] for i in batch["items"]) == ["g1", "w2"] and batch["total"] == 2
+    both = c.org.ok(c.bob, path, {"team_id": c.team_id, "type": "code-graph", "knowledge_ids": ["g1", "w2"]})
+    assert [i["knowledge_id"] for i in both["items"]] == ["g1"]
+    page = c.org.ok(c.bob, path, {"team_id": c.team_id, "pagination": {"limit": 3, "offset": 2}})
+    assert len(page["items"]) == 2 and page["total"] == 4
+    assert [i["knowledge_id"] for i in page["items"]] == [i["knowledge_id"] for i in data["items"][2:]]
+    big = c.org.ok(c.bob, path, {"team_id": c.team_id, "pagination": {"limit": 1000}})
+    assert big["total"] == 4
+    ids = [f"k{i}" for i in range(200)]
+    assert c.org.ok(c.bob, path, {"team_id": c.team_id, "knowledge_ids": ids}) == {"items": [], "total": 0}
+
+
+def test_knowledge_callers(c: Crew) -> None:
+    """The gateway key may act on any team; a user key only on teams its user is an active member of."""
+    created = _as_gateway(c, "/v3/knowledge/create", _kb(c, "by-gateway"))
+    assert created["team_id"] == c.team_id and created["user_id"] is None
+    assert _as_gateway(c, "/v3/knowledge/list", {"team_id": c.other_team}) == {"items": [], "total": 0}
+    c.org.ok(c.bob, "/v3/knowledge/create", _kb(c, "kb-1"))
+    not_member = f"Not a member of team {c.team_id}"
+    refused(c.org, c.carol, "/v3/knowledge/create", _kb(c, "mine"), 403, not_member)
+    refused(c.org, c.carol, "/v3/knowledge/list", {"team_id": c.team_id}, 403, not_member)
+    refused(c.org, c.carol, "/v3/knowledge/get", {"knowledge_id": "kb-1", "team_id": c.team_id}, 403, not_member)
+    refused(
+        c.org,
+        c.carol,
+        "/v3/knowledge/update",
+        {"knowledge_id": "kb-1", "team_id": c.team_id, "name": "x"},
+        403,
+        not_member,
+    )
+    refused(c.org, c.carol, "/v3/knowledge/delete", {"knowledge_ids": ["kb-1"], "team_id": c.team_id}, 403, not_member)
+    # Without a team guard, another team's entry is answered as missing (nothing disclosed).
+    refused(c.org, c.carol, "/v3/knowledge/get", {"knowledge_id": "kb-1"}, 404, "Knowledge not found")
+    refused(c.org, c.carol, "/v3/knowledge/update", {"knowledge_id": "kb-1", "name": "x"}, 404, "Knowledge not found")
+    before = table_snapshot(c.org.gw)
+    data = c.org.ok(c.carol, "/v3/knowledge/delete", {"knowledge_ids": ["kb-1"]})
+    assert data == {"deleted_ids": [], "failed": [{"id": "kb-1", "reason": "not_found"}]}
+    assert table_snapshot(c.org.gw) == before
+    # Re-registering someone else's entry id cannot move it into the caller's team.
+    refused(
+        c.org, c.carol, "/v3/knowledge/create", _kb(c, "kb-1", team_id=c.other_team), 403, "Knowledge team_id mismatch"
+    )
+    # A user key names only its own user.
+    refused(
+        c.org,
+        c.bob,
+        "/v3/knowledge/create",
+        _kb(c, "kb-2", user_id=c.alice.user_id),
+        403,
+        "user_id does not match caller",
+    )
+    # A removed member loses access at once.
+    c.org.ok(c.alice, "/v3/meta/team-member/remove", {"team_id": c.team_id, "user_id": c.bob.user_id})
+    refused(c.org, c.bob, "/v3/knowledge/list", {"team_id": c.team_id}, 403, not_member)
+
+
+def test_knowledge_credentials(c: Crew, tmp_path: Any) -> None:
+    client = c.org.gw.client
+    body = {"team_id": c.team_id}
+    # A user key alone as the Bearer (no gateway key) authenticates that user.
+    response = client.post(
+        "/v3/knowledge/list",
+        json=body,
+        headers={"authorization": f"Bearer {c.bob.key}", "x-tdai-service-id": c.org.service},
+    )
+    assert response.status_code == 200 and response.json()["data"] == {"items": [], "total": 0}
+    response = client.post(
+        "/v3/knowledge/list",
+        json=body,
+        headers={"authorization": f"Bearer {c.carol.key}", "x-tdai-service-id": c.org.service},
+    )
+    assert response.status_code == 403
+    for headers, message in (
+        ({**_gateway_headers(c), "x-tdai-user-key": "sk-mem-not-a-key"}, "unauthorized: invalid_user_key"),
+        (
+            {"authorization": "Bearer sk-mem-not-a-key", "x-tdai-service-id": c.org.service},
+            "unauthorized: invalid_user_key",
+        ),
+        ({"authorization": f"Bearer {c.org.gw.key}"}, "Missing x-tdai-service-id header"),
+        ({"x-tdai-service-id": c.org.service}, "Unauthorized: missing Bearer token"),
+        ({"authorization": "Bearer wrong", "x-tdai-service-id": c.org.service}, "Unauthorized: invalid token"),
+    ):
+        before = table_snapshot(c.org.gw)
+        response = client.post("/v3/knowledge/create", json=_kb(c, "k-denied"), headers=headers)
+        assert response.status_code == 401 and response.json()["code"] == 401, response.text
+        assert response.json()["message"] == message
+        assert table_snapshot(c.org.gw) == before
+    # The key of one service id is unknown to another.
+    other = {
+        "authorization": f"Bearer {c.org.gw.key}",
+        "x-tdai-service-id": "svc-elsewhere",
+        "x-tdai-user-key": c.bob.key,
+    }
+    response = client.post("/v3/knowledge/list", json=body, headers=other)
+    assert response.status_code == 401 and response.json()["message"] == "unauthorized: invalid_user_key"
+
+    strict = build_gateway(tmp_path / "strict", data_plane_auth="user_key")
+    try:
+        org = Org(strict)
+        team_id = org.team(org.admin, "t")
+        response = strict.client.post("/v3/knowledge/list", json={"team_id": team_id}, headers=org.headers(None))
+        assert response.status_code == 401 and response.json()["message"] == "unauthorized: missing_user_key"
+        assert org.ok(org.admin, "/v3/knowledge/list", {"team_id": team_id}) == {"items": [], "total": 0}
+    finally:
+        strict.close()
