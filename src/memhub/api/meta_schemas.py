@@ -162,23 +162,25 @@ class AuditList(Paged):
 
 
 # -- teams and members ----------------------------------------------------------------------
-class TeamCreate(MetaBody):
-    name: Name
-    owner_user_id: Id
+class TeamChanges(MetaBody):
+    """Fields team/create and team/update share."""
+
     description: Text | None = None
     status: Literal["active", "archived"] | None = None
     metadata_json: JsonText | None = None
+
+
+class TeamCreate(TeamChanges):
+    name: Name
+    owner_user_id: Id
 
 
 class TeamRef(MetaBody):
     team_id: Id
 
 
-class TeamUpdate(TeamRef):
+class TeamUpdate(TeamChanges, TeamRef):
     name: Name | None = None
-    description: Text | None = None
-    status: Literal["active", "archived"] | None = None
-    metadata_json: JsonText | None = None
 
 
 class TeamDelete(MetaBody):
@@ -204,28 +206,28 @@ class MemberList(Paged, TeamRef):
 
 
 # -- agents, tasks, participation -----------------------------------------------------------
-class AgentCreate(MetaBody):
-    team_id: Id
-    owner_user_id: Id
-    name: Name
+class AgentChanges(MetaBody):
+    """Fields agent/create and agent/update share."""
+
     description: Text | None = None
     prompt: LongText | None = None
     visibility: Visibility | None = None
     status: Literal["active", "inactive"] | None = None
     metadata_json: JsonText | None = None
+
+
+class AgentCreate(AgentChanges):
+    team_id: Id
+    owner_user_id: Id
+    name: Name
 
 
 class AgentRef(MetaBody):
     agent_id: Id
 
 
-class AgentUpdate(AgentRef):
+class AgentUpdate(AgentChanges, AgentRef):
     name: Name | None = None
-    description: Text | None = None
-    prompt: LongText | None = None
-    visibility: Visibility | None = None
-    status: Literal["active", "inactive"] | None = None
-    metadata_json: JsonText | None = None
 
 
 class AgentDelete(MetaBody):
@@ -251,10 +253,9 @@ class LinkedAgent(MetaBody):
     role_in_task: Name | None = None
 
 
-class TaskCreate(MetaBody):
-    team_id: Id
-    creator_user_id: Id
-    title: Name
+class TaskChanges(MetaBody):
+    """Fields task/create and task/update share."""
+
     description: Text | None = None
     source_type: TaskSource | None = None
     source_url: Annotated[str, Field(max_length=2048)] | None = None
@@ -262,6 +263,12 @@ class TaskCreate(MetaBody):
     auto_assign_floating_assets: bool | None = None
     risk_level: Annotated[str, Field(max_length=64)] | None = None
     metadata_json: JsonText | None = None
+
+
+class TaskCreate(TaskChanges):
+    team_id: Id
+    creator_user_id: Id
+    title: Name
     linked_agents: Annotated[list[LinkedAgent], Field(max_length=100)] | None = None
 
 
@@ -269,15 +276,8 @@ class TaskRef(MetaBody):
     task_id: Id
 
 
-class TaskUpdate(TaskRef):
+class TaskUpdate(TaskChanges, TaskRef):
     title: Name | None = None
-    description: Text | None = None
-    source_type: TaskSource | None = None
-    source_url: Annotated[str, Field(max_length=2048)] | None = None
-    status: Literal["running", "completed"] | None = None
-    auto_assign_floating_assets: bool | None = None
-    risk_level: Annotated[str, Field(max_length=64)] | None = None
-    metadata_json: JsonText | None = None
 
 
 class TaskDelete(MetaBody):
@@ -332,38 +332,38 @@ class ParticipationList(Paged):
 
 
 # -- assets, bindings, ACL ------------------------------------------------------------------
-class AssetCreate(MetaBody):
+Ref = Annotated[str, Field(max_length=2048)]
+
+
+class AssetChanges(MetaBody):
+    """Fields asset/create and asset/update share."""
+
+    description: Text | None = None
+    source_ref: Ref | None = None
+    visibility: Visibility | None = None
+    status: AssetStatus | None = None
+    confidence: Annotated[float, Field(ge=0, le=1)] | None = None
+    expires_at: IsoInstant | None = None
+    content_ref: Ref | None = None
+    metadata_json: JsonText | None = None
+
+
+class AssetCreate(AssetChanges):
     asset_id: Id
     team_id: Id
     asset_type: AssetType
     name: Name
     owner_user_id: Id
     source_type: Name
-    description: Text | None = None
-    source_ref: Annotated[str, Field(max_length=2048)] | None = None
-    visibility: Visibility | None = None
-    status: AssetStatus | None = None
-    confidence: Annotated[float, Field(ge=0, le=1)] | None = None
-    expires_at: IsoInstant | None = None
-    content_ref: Annotated[str, Field(max_length=2048)] | None = None
-    metadata_json: JsonText | None = None
 
 
 class AssetRef(MetaBody):
     asset_id: Id
 
 
-class AssetUpdate(AssetRef):
+class AssetUpdate(AssetChanges, AssetRef):
     name: Name | None = None
-    description: Text | None = None
-    visibility: Visibility | None = None
-    status: AssetStatus | None = None
-    confidence: Annotated[float, Field(ge=0, le=1)] | None = None
-    expires_at: IsoInstant | None = None
-    content_ref: Annotated[str, Field(max_length=2048)] | None = None
     version: Annotated[int, Field(ge=0)] | None = None
-    source_ref: Annotated[str, Field(max_length=2048)] | None = None
-    metadata_json: JsonText | None = None
 
 
 class AssetDelete(MetaBody):
@@ -461,16 +461,21 @@ class ConfigSet(MetaBody):
 
 
 # -- knowledge registry ---------------------------------------------------------------------
-class KnowledgeCreate(MetaBody):
+class KnowledgeChanges(MetaBody):
+    """Fields knowledge/create and knowledge/update share."""
+
+    summary: Annotated[str, Field(max_length=256)] | None = None
+    repo_url: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
+    branch: Annotated[str, Field(max_length=256)] | None = None
+
+
+class KnowledgeCreate(KnowledgeChanges):
     knowledge_id: Id
     type: Literal["wiki", "code-graph"]
     service_url: Url
     name: Name
-    summary: Annotated[str, Field(max_length=256)] | None = None
     team_id: Id
     user_id: Id | None = None
-    repo_url: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
-    branch: Annotated[str, Field(max_length=256)] | None = None
 
 
 class KnowledgeGet(MetaBody):
@@ -478,12 +483,9 @@ class KnowledgeGet(MetaBody):
     team_id: Id | None = None
 
 
-class KnowledgeUpdate(KnowledgeGet):
+class KnowledgeUpdate(KnowledgeChanges, KnowledgeGet):
     name: Name | None = None
-    summary: Annotated[str, Field(max_length=256)] | None = None
     service_url: Url | None = None
-    repo_url: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
-    branch: Annotated[str, Field(max_length=256)] | None = None
 
 
 class KnowledgeDelete(MetaBody):

@@ -20,6 +20,7 @@ from starlette.responses import Response
 
 from memhub.api.auth import Authenticator
 from memhub.api.body import read_json_object
+from memhub.api.dataplane import mount_post
 from memhub.api.envelope import ok, request_id_of
 from memhub.api.meta_schemas import MetaBody
 from memhub.api.validation import parse_model
@@ -106,19 +107,5 @@ class MetaPlane:
     def mount(self, app: FastAPI, prefix: str, routes: Sequence[MetaRoute], *, tag: str) -> None:
         """Register each route under the prefix."""
         for route in routes:
-            app.add_api_route(
-                f"{prefix}/{route.path}",
-                self.endpoint(route, adopt_request_id=prefix != "/v3/knowledge"),
-                methods=["POST"],
-                summary=route.summary or None,
-                tags=[tag],
-                openapi_extra={
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "application/json": {"schema": {"$ref": f"#/components/schemas/{route.model.__name__}"}}
-                        },
-                    }
-                },
-                name=f"{tag}:{route.path}",
-            )
+            endpoint = self.endpoint(route, adopt_request_id=prefix != "/v3/knowledge")
+            mount_post(app, f"{prefix}/{route.path}", endpoint, route.model, tag, route.summary)
