@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from memhub.errors import BadRequest, Unauthorized
@@ -93,25 +94,26 @@ class Authenticator:
             raise BadRequest(f"x-tdai-service-id: must be 1..{MAX_SERVICE_ID_CHARS} printable characters")
         return service_id
 
-    def _user(self, service_id: str, user_key: str, request_id: str) -> Caller:
-        caller = self.users.authenticate(service_id, user_key, request_id)
+    async def _user(self, service_id: str, user_key: str, request_id: str) -> Caller:
+        # A database read (and now and then a last-used write): off the event loop.
+        caller = await run_in_threadpool(self.users.authenticate, service_id, user_key, request_id)
         if caller is None:
             raise Unauthorized(INVALID_USER_KEY)
         return caller
 
-    def data_caller(self, request: Request, request_id: str) -> Caller:
+    async def data_caller(self, request: Request, request_id: str) -> Caller:
         """The caller of a data-plane request: a user when a user key came, else the gateway key."""
         creds = self.credentials(request)
         if bearer_token(request) is None:
             raise Unauthorized(MISSING_AUTH_HEADER)
         service_id = self.service_id(request)
         if creds.user_key is not None:
-            return self._user(service_id, creds.user_key, request_id)
+            return await self._user(service_id, creds.user_key, request_id)
         if self.require_user_key:
             raise Unauthorized(MISSING_USER_KEY)
         return Caller(service_id, request_id=request_id)
 
-    def meta_caller(self, request: Request, request_id: str, *, needs_user: bool = True) -> Caller:
+    async def meta_caller(self, request: Request, request_id: str, *, needs_user: bool = True) -> Caller:
         """The caller of a management-plane request: always a user, except on auth/verify."""
         creds = self.credentials(request)
         service_id = request.headers.get("x-tdai-service-id", "").strip()
@@ -125,4 +127,4 @@ class Authenticator:
             return Caller(service_id, request_id=request_id)
         if creds.user_key is None:
             raise Unauthorized(MISSING_USER_KEY)
-        return self._user(service_id, creds.user_key, request_id)
+        return await self._user(service_id, creds.user_key, request_id)

@@ -7,7 +7,7 @@ it is v3-only, at `/v2/<path>` with lax isolation.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fastapi import FastAPI
@@ -23,6 +23,7 @@ from memhub.api.isolation import resolve_isolation
 from memhub.api.schemas import Body
 from memhub.api.validation import parse_model
 from memhub.memory.services import MemoryServices
+from memhub.meta.caller import Caller
 from memhub.meta.services import MetaServices
 from memhub.scope import Isolation
 
@@ -67,18 +68,23 @@ class DataPlane:
     def endpoint(self, route: DataRoute, *, strict: bool) -> Callable[[Request], Any]:
         async def run(request: Request) -> Response:
             rid = request_id_of(request)
-            caller = self.auth.data_caller(request, rid)
+            caller = await self.auth.data_caller(request, rid)
             raw = await read_json_object(request, self.max_body_bytes)
             body = parse_model(route.model, raw)
             isolation = resolve_isolation(caller.service_id, body, request, strict=strict, default_user=caller.user_id)
-            # Checked before the handler runs: a denied request reads and writes nothing.
-            isolation = self.meta.access.authorize(caller, isolation)
-            call = Call(request, rid, isolation, self.memory, self.meta)
-            data = await run_in_threadpool(route.handler, call, body)
+            data = await run_in_threadpool(
+                self._serve, route, caller, Call(request, rid, isolation, self.memory, self.meta), body
+            )
             return ok(request, None, include_data=False) if data is NO_DATA else ok(request, data)
 
         run.__name__ = route.path.replace("/", "_").replace("-", "_")
         return run
+
+    @staticmethod
+    def _serve(route: DataRoute, caller: Caller, call: Call, body: Any) -> Any:
+        # Authorization runs first, in the same worker thread: a denied request reads and writes nothing.
+        call = replace(call, isolation=call.meta.access.authorize(caller, call.isolation))
+        return route.handler(call, body)
 
     def mount(self, app: FastAPI, routes: Sequence[DataRoute]) -> None:
         """Register each route under /v3 (strict when configured) and its /v2 mirror."""

@@ -80,14 +80,14 @@ class MetaPlane:
     meta: MetaServices
     max_body_bytes: int
 
-    def _caller(self, route: MetaRoute, request: Request) -> Caller:
+    async def _caller(self, route: MetaRoute, request: Request) -> Caller:
         rid = request_id_of(request)
         if route.guard is Guard.USER:
-            return self.auth.meta_caller(request, rid)
+            return await self.auth.meta_caller(request, rid)
         if route.guard is Guard.ANYONE:
-            return self.auth.meta_caller(request, rid, needs_user=False)
+            return await self.auth.meta_caller(request, rid, needs_user=False)
         if route.guard is Guard.DATA:
-            return self.auth.data_caller(request, rid)
+            return await self.auth.data_caller(request, rid)
         self.auth.check_gateway(request)
         return Caller(request.headers.get("x-tdai-service-id", "").strip(), request_id=rid)
 
@@ -95,7 +95,7 @@ class MetaPlane:
         async def run(request: Request) -> Response:
             if adopt_request_id:
                 _adopt_inbound_request_id(request)
-            caller = self._caller(route, request)
+            caller = await self._caller(route, request)
             raw = await read_json_object(request, self.max_body_bytes)
             body = parse_model(route.model, raw)
             data = await run_in_threadpool(route.handler, MetaCall(request, caller, self.meta), body)

@@ -6,12 +6,14 @@ be handed to a new account, which would otherwise inherit the old one's teams, a
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memhub.errors import MemhubError
 from memhub.meta import audit
 from memhub.meta.caller import SYSTEM_ADMIN, Caller
 from memhub.meta.clock import now_iso
@@ -24,6 +26,7 @@ from memhub.store.meta import DuplicateEntry, MetaKind, MetaReader, MetaStore, M
 from memhub.timeutil import parse_iso_ms
 
 DELETED = "deleted"
+log = logging.getLogger("memhub.meta")
 REVOKED = "revoked"
 # A key's last_used_at is written at most this often: a write per request would serialise every
 # authenticated read behind the database's single writer.
@@ -120,8 +123,12 @@ class Users:
             if last is not None and now - last < LAST_USED_EVERY_S:
                 return
             self._last_used[(service_id, key_id)] = now
-        with self.store.writing(service_id) as w:
-            w.update(MetaKind.USER_KEY, key_id, {"last_used_at": now_iso()})
+        try:
+            with self.store.writing(service_id) as w:
+                w.update(MetaKind.USER_KEY, key_id, {"last_used_at": now_iso()})
+        except MemhubError as exc:
+            # Bookkeeping only: a busy database must not fail the request the key authenticated.
+            log.warning("last_used_at of key %s not recorded: %s", key_id, exc)
 
     def resolve(self, service_id: str, user_id: str | None, user_key: str | None) -> str:
         """The user a body names by id or by key (`user_id` wins, as in the original)."""
