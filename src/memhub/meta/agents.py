@@ -11,7 +11,7 @@ from memhub.meta import audit
 from memhub.meta.caller import Caller
 from memhub.meta.clock import now_iso
 from memhub.meta.errors import MetaError
-from memhub.meta.guards import ACTIVE, active_member, caller_id, existing, is_team_admin, membership, owner
+from memhub.meta.guards import ACTIVE, active_member, caller_id, existing, membership, owner
 from memhub.meta.keys import entity_id
 from memhub.meta.paging import Page
 from memhub.store.meta import MetaKind, MetaReader, MetaStore, MetaWriter, Row
@@ -177,7 +177,3 @@ class Agents:
             rows = r.find(MetaKind.AGENT, where, order_by=["-created_at", "agent_id"])
             visible = [a for a in rows if agent_visible(r, a, me, system_admin=caller.is_system_admin)]
         return page.cut(visible)
-
-    def is_admin_of(self, r: MetaReader, team_id: str, user_id: str) -> bool:
-        """Used by the task rules: team admins may manage tasks of their team."""
-        return is_team_admin(r, team_id, user_id)

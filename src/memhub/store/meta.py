@@ -12,7 +12,7 @@ ending in an operator (`"created_at >="`, `"status !="`) compares with it.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from enum import StrEnum
 from typing import Any
@@ -120,7 +120,3 @@ class MetaStore(ABC):
     @abstractmethod
     def writing(self, service_id: str) -> AbstractContextManager[MetaWriter]:
         """A write transaction of one tenant: committed on success, rolled back on any error."""
-
-    @abstractmethod
-    def tenants(self) -> Iterator[str]:
-        """Service ids that hold any management data."""

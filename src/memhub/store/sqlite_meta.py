@@ -166,7 +166,3 @@ class SQLiteMetaStore(MetaStore):
     def writing(self, service_id: str) -> Iterator[MetaWriter]:
         with self._write() as con:
             yield _SQLiteMetaWriter(con, service_id)
-
-    def tenants(self) -> Iterator[str]:
-        for (service_id,) in self._reader().execute("SELECT DISTINCT service_id FROM meta_users"):
-            yield service_id
