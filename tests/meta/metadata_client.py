@@ -390,22 +390,3 @@ META_METHODS = [
 ]
 KNOWLEDGE_METHODS = ["create_knowledge", "get_knowledge", "update_knowledge", "delete_knowledge", "list_knowledge"]
 assert len(META_METHODS) == 54 and len(KNOWLEDGE_METHODS) == 5
-
-
-# -- shared assertions ---------------------------------------------------------------------------
-def refused(org: Any, who: Any, path: str, body: dict[str, Any] | None, code: int, message: str | None = None) -> dict:
-    """`org.fails` that also proves nothing changed (every management and memory table).
-
-    `message` is compared exactly unless it ends with "…", then as a prefix.
-    """
-    from tests.meta.org import table_snapshot
-
-    before = table_snapshot(org.gw)
-    envelope = org.fails(who, path, body, code)
-    if message is not None:
-        if message.endswith("…"):
-            assert envelope["message"].startswith(message[:-1]), envelope
-        else:
-            assert envelope["message"] == message, envelope
-    assert table_snapshot(org.gw) == before, f"{path} changed stored state although refused"
-    return envelope

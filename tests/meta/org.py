@@ -77,6 +77,17 @@ class Org:
         """A new team owned by `owner`."""
         return self.ok(owner, "/v3/meta/team/create", {"name": name, "owner_user_id": owner.user_id})["team_id"]
 
+    def users(self, *usernames: str) -> tuple[Member, ...]:
+        """New normal users, created in this order."""
+        return tuple(self.user(name) for name in usernames)
+
+    def staffed_team(self, owner: Member, name: str, *joins: tuple[Member, str]) -> str:
+        """A new team owned by `owner`, who then adds each (user, role) in this order."""
+        team_id = self.team(owner, name)
+        for user, role in joins:
+            self.join(team_id, owner, user, role)
+        return team_id
+
     def join(self, team_id: str, admin: Member, user: Member, role: str = "member") -> None:
         """`admin` adds `user` to the team with this role."""
         self.ok(admin, "/v3/meta/team-member/add", {"team_id": team_id, "user_id": user.user_id, "role": role})
@@ -91,6 +102,12 @@ class Org:
         items = self.ok(user, "/v3/meta/agent/list", {"team_id": team_id, "owner_user_id": user.user_id})["items"]
         (agent,) = [a for a in items if a["name"] == f"default-agent-{user.username}"]
         return agent["agent_id"]
+
+
+def rows(source: Org | Gateway, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    """The rows of a read-only query on the store, as tuples."""
+    gw = source.gw if isinstance(source, Org) else source
+    return [tuple(r) for r in gw.store._reader().execute(sql, args)]
 
 
 def table_snapshot(gw: Gateway) -> dict[str, list[str]]:
@@ -108,3 +125,21 @@ def table_snapshot(gw: Gateway) -> dict[str, list[str]]:
         rows = [{k: v for k, v in zip(names, row, strict=True) if k != "last_used_at"} for row in cursor]
         snapshot[table] = sorted(repr(sorted(r.items())) for r in rows)
     return snapshot
+
+
+def refused(
+    org: Org, who: Member | str | None, path: str, body: dict[str, Any] | None, code: int, message: str | None = None
+) -> dict[str, Any]:
+    """`org.fails` (this code and HTTP status) that also proves nothing changed (every management and memory table).
+
+    `message` is compared exactly unless it ends with "…", then as a prefix.
+    """
+    before = table_snapshot(org.gw)
+    envelope = org.fails(who, path, body, code)
+    if message is not None:
+        if message.endswith("…"):
+            assert envelope["message"].startswith(message[:-1]), envelope
+        else:
+            assert envelope["message"] == message, envelope
+    assert table_snapshot(org.gw) == before, f"{path} changed stored state although refused"
+    return envelope

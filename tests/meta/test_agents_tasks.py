@@ -8,54 +8,25 @@ not see the entity; agent/list and task/list show only what the caller may see; 
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import build_gateway
-from tests.meta.org import Member, Org, table_snapshot
-
-AGENT_ID = re.compile(r"agt-[0-9a-z]{10}")
-TASK_ID = re.compile(r"task-[0-9a-z]{10}")
-UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
-ISO_MS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
-NOT_MEMBER = "permission_denied: not a team member"
-NOT_ADMIN = "permission_denied: caller is not team admin"
-NOT_OWNER = "permission_denied: caller is not resource owner"
-AGENT_FIELDS = {
-    "agent_id",
-    "team_id",
-    "owner_user_id",
-    "name",
-    "description",
-    "prompt",
-    "visibility",
-    "status",
-    "created_at",
-    "updated_at",
-    "metadata_json",
-}
-TASK_FIELDS = {
-    "task_id",
-    "team_id",
-    "creator_user_id",
-    "title",
-    "description",
-    "source_type",
-    "source_url",
-    "status",
-    "auto_assign_floating_assets",
-    "risk_level",
-    "created_at",
-    "updated_at",
-    "metadata_json",
-}
-LOG_FIELDS = {"id", "team_id", "task_id", "agent_id", "user_id", "source", "metadata_json", "created_at", "updated_at"}
+from tests.meta.org import Member, Org, refused, rows
+from tests.meta.shapes import (
+    AGENT_FIELDS,
+    AGENT_ID,
+    ISO_MS,
+    LOG_FIELDS,
+    NOT_MEMBER,
+    NOT_OWNER,
+    NOT_TEAM_ADMIN,
+    TASK_FIELDS,
+    TASK_ID,
+    UUID,
+)
 
 
 @dataclass
@@ -72,29 +43,10 @@ class Crew:
 
 
 @pytest.fixture
-def crew(tmp_path: Path) -> Iterator[Crew]:
-    gw = build_gateway(tmp_path / "data")
-    org = Org(gw)
-    alice, bob, carol, dave = (org.user(n) for n in ("alice", "bob", "carol", "dave"))
-    team = org.team(alice, "T")
-    org.join(team, alice, dave, role="admin")
-    org.join(team, alice, bob)
-    other = org.team(carol, "C")
-    yield Crew(org, team, other, alice, bob, carol, dave)
-    gw.close()
-
-
-def refused(org: Org, who: Member | None, path: str, body: dict[str, Any], code: int, message: str) -> dict[str, Any]:
-    """The call fails with this code, HTTP status and exact message, and changes nothing."""
-    before = table_snapshot(org.gw)
-    envelope = org.fails(who, path, body, code)
-    assert envelope["message"] == message, envelope
-    assert table_snapshot(org.gw) == before
-    return envelope
-
-
-def rows(org: Org, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    return [tuple(r) for r in org.gw.store._reader().execute(sql, args)]
+def crew(org: Org) -> Crew:
+    alice, bob, carol, dave = org.users("alice", "bob", "carol", "dave")
+    team = org.staffed_team(alice, "T", (dave, "admin"), (bob, "member"))
+    return Crew(org, team, org.team(carol, "C"), alice, bob, carol, dave)
 
 
 def memory_asset(org: Org, team_id: str, agent_id: str) -> list[tuple[Any, ...]]:
@@ -652,7 +604,7 @@ def test_append_participation_rules(crew: Crew) -> None:
     )
     # A team admin logs others; a member only themself.
     assert org.ok(crew.dave, path, {**base, "user_id": bob.user_id})["user_id"] == bob.user_id
-    refused(org, bob, path, {**base, "user_id": alice.user_id}, 403, NOT_ADMIN)
+    refused(org, bob, path, {**base, "user_id": alice.user_id}, 403, NOT_TEAM_ADMIN)
     refused(org, crew.carol, path, {**base, "user_id": crew.carol.user_id}, 403, NOT_MEMBER)
     refused(
         org,

@@ -11,69 +11,14 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from tests.conftest import Gateway, build_gateway
-from tests.meta.metadata_client import refused, serve
-from tests.meta.org import Member, Org, table_snapshot
-
-ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
-ASSET_KEYS = {
-    "asset_id",
-    "team_id",
-    "asset_type",
-    "name",
-    "description",
-    "owner_user_id",
-    "source_type",
-    "source_ref",
-    "version",
-    "visibility",
-    "status",
-    "confidence",
-    "expires_at",
-    "last_used_at",
-    "usage_count",
-    "content_ref",
-    "created_at",
-    "updated_at",
-    "metadata_json",
-}
-BINDING_KEYS = {"id", "agent_id", "asset_id", "asset_type", "injection_mode", "priority", "created_by", "created_at"}
-ACL_KEYS = {
-    "id",
-    "asset_id",
-    "subject_type",
-    "subject_id",
-    "permission",
-    "effect",
-    "granted_by",
-    "created_at",
-    "updated_at",
-}
-DETAIL_ITEM_KEYS = {
-    "asset_id",
-    "asset_type",
-    "name",
-    "description",
-    "status",
-    "visibility",
-    "injection_mode",
-    "priority",
-    "created_at",
-}
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    built = build_gateway(tmp_path_factory.mktemp("assets"))
-    with serve(built) as gw:
-        yield gw
-    built.close()
+from tests.conftest import Gateway
+from tests.meta.org import Member, Org, refused, table_snapshot
+from tests.meta.shapes import ACL_FIELDS, ASSET_FIELDS, BINDING_FIELDS, DETAIL_ITEM_FIELDS, ISO_MS
 
 
 @dataclass
@@ -108,25 +53,21 @@ class Team:
 @pytest.fixture
 def t(live: Gateway) -> Team:
     org = Org(live, service=f"svc-{uuid.uuid4().hex[:10]}")
-    alice, bob, carol, rita, otto = (org.user(n) for n in ("alice", "bob", "carol", "rita", "otto"))
-    team_id = org.team(alice, "team")
-    org.join(team_id, alice, bob)
-    org.join(team_id, alice, carol)
-    org.join(team_id, alice, rita, "reviewer")
-    other_team = org.team(otto, "other")
-    org.join(other_team, otto, bob)
+    alice, bob, carol, rita, otto = org.users("alice", "bob", "carol", "rita", "otto")
+    team_id = org.staffed_team(alice, "team", (bob, "member"), (carol, "member"), (rita, "reviewer"))
+    other_team = org.staffed_team(otto, "other", (bob, "member"))
     return Team(org, team_id, other_team, alice, bob, carol, rita, otto)
 
 
 # -- asset/create ------------------------------------------------------------------------------
 def test_create_defaults_and_shape(t: Team) -> None:
     data = t.asset(t.bob, "a1")
-    assert set(data) == ASSET_KEYS
+    assert set(data) == ASSET_FIELDS
     assert data["asset_id"] == "a1" and data["team_id"] == t.team_id and data["owner_user_id"] == t.bob.user_id
     assert (data["visibility"], data["status"], data["version"], data["usage_count"]) == ("team", "draft", 1, 0)
     assert data["description"] is None and data["last_used_at"] is None and data["confidence"] is None
     assert data["metadata_json"] == "{}"
-    assert ISO_MS.match(data["created_at"]) and data["created_at"] == data["updated_at"]
+    assert ISO_MS.fullmatch(data["created_at"]) and data["created_at"] == data["updated_at"]
     full = t.asset(
         t.bob,
         "a2",
@@ -314,7 +255,7 @@ def test_list_shows_members_what_they_may_read(t: Team) -> None:
     def listed(who: Member, **body: Any) -> set[str]:
         data = t.org.ok(who, path, {"team_id": t.team_id, "limit": 100, **body})
         assert set(data) == {"items", "total", "limit", "offset"} and data["total"] == len(data["items"])
-        assert all(set(a) == ASSET_KEYS for a in data["items"])
+        assert all(set(a) == ASSET_FIELDS for a in data["items"])
         stamps = [a["created_at"] for a in data["items"]]
         assert stamps == sorted(stamps, reverse=True)  # newest first
         return {a["asset_id"] for a in data["items"] if not a["asset_id"].startswith("chat_memory-")}
@@ -389,7 +330,7 @@ def test_touch_usage(t: Team) -> None:
     assert t.org.ok(t.bob, "/v3/meta/asset/touch-usage", {"asset_id": "a1"}) == {"ok": True}
     assert t.org.ok(t.bob, "/v3/meta/asset/touch-usage", {"asset_id": "a1"}) == {"ok": True}
     data = t.org.ok(t.bob, "/v3/meta/asset/get", {"asset_id": "a1"})
-    assert data["usage_count"] == 2 and ISO_MS.match(data["last_used_at"])
+    assert data["usage_count"] == 2 and ISO_MS.fullmatch(data["last_used_at"])
     assert data["updated_at"] == created["updated_at"]  # a use is not an update
     path = "/v3/meta/asset/touch-usage"
     refused(t.org, t.alice, path, {"asset_id": "a1"}, 403, "permission_denied: caller is not resource owner")
@@ -449,7 +390,7 @@ def test_set_replaces_all_with_defaults_and_priority_order(t: Team) -> None:
     assert set(listed) == {"items", "total", "limit", "offset"} and listed["total"] == 4
     assert [b["asset_id"] for b in listed["items"]] == ["y", "z", "x", chat]  # priority DESC
     by_id = {b["asset_id"]: b for b in listed["items"]}
-    assert all(set(b) == BINDING_KEYS for b in listed["items"])
+    assert all(set(b) == BINDING_FIELDS for b in listed["items"])
     assert (by_id["z"]["priority"], by_id["z"]["injection_mode"]) == (50, "summary")
     assert (by_id["y"]["priority"], by_id["y"]["injection_mode"]) == (90, "direct")
     assert by_id["x"]["agent_id"] == agent and by_id["x"]["created_by"] == t.bob.user_id
@@ -529,7 +470,7 @@ def test_list_with_detail(t: Team) -> None:
         "visibility": "agent",
         "status": "active",
     }
-    assert all(set(i) == DETAIL_ITEM_KEYS for i in data["items"])
+    assert all(set(i) == DETAIL_ITEM_FIELDS for i in data["items"])
     assert [i["asset_id"] for i in data["items"]] == ["skill-a", "wiki-b", "skill-c", chat]  # deprecated skipped
     assert data["total"] == 5  # bindings, before skipping
     first = data["items"][0]
@@ -559,7 +500,7 @@ def test_list_with_detail(t: Team) -> None:
         "graph-d": 0,
         chat: 0,
     }
-    assert ISO_MS.match(usage["skill-a"]["last_used_at"]) and usage["skill-c"]["last_used_at"] is None
+    assert ISO_MS.fullmatch(usage["skill-a"]["last_used_at"]) and usage["skill-c"]["last_used_at"] is None
     refused(t.org, t.bob, path, {"agent_id": "agt-nope"}, 404, "agent_not_found: …")
     refused(t.org, t.bob, path, {"agent_id": agent, "asset_types": ["video"]}, 400)
 
@@ -616,9 +557,9 @@ def test_acl_grant_upsert_and_refusals(t: Team) -> None:
         "granted_by": t.bob.user_id,
     }
     first = t.org.ok(t.bob, path, body)
-    assert set(first) == ACL_KEYS
+    assert set(first) == ACL_FIELDS
     assert (first["effect"], first["granted_by"], first["asset_id"]) == ("allow", t.bob.user_id, "a1")
-    assert ISO_MS.match(first["created_at"]) and first["created_at"] == first["updated_at"]
+    assert ISO_MS.fullmatch(first["created_at"]) and first["created_at"] == first["updated_at"]
     # Same (asset, subject, permission): the entry is updated in place.
     second = t.org.ok(t.bob, path, {**body, "effect": "deny"})
     assert second["id"] == first["id"] and second["effect"] == "deny"
@@ -711,7 +652,7 @@ def test_acl_list_owner_or_team_admin(t: Team) -> None:
     for who in (t.bob, t.alice):
         data = t.org.ok(who, path, {"asset_id": "a1"})
         assert set(data) == {"items", "total", "limit", "offset"} and data["total"] == 3
-        assert all(set(e) == ACL_KEYS for e in data["items"])
+        assert all(set(e) == ACL_FIELDS for e in data["items"])
         assert sorted(e["id"] for e in data["items"]) == sorted(ids)
         stamps = [e["created_at"] for e in data["items"]]
         assert stamps == sorted(stamps, reverse=True)

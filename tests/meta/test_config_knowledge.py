@@ -9,42 +9,18 @@ caller must be an active member of the team concerned; create is an idempotent u
 
 from __future__ import annotations
 
-import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from tests.conftest import Gateway, build_gateway
-from tests.meta.metadata_client import refused, serve
-from tests.meta.org import Member, Org, table_snapshot
+from tests.conftest import Gateway
+from tests.meta.org import Member, Org, refused, table_snapshot
+from tests.meta.shapes import ISO_MS, KNOWLEDGE_FIELDS
 
-ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 SWITCHES = ("skill.enabled", "llm_wiki.enabled", "code_graph.enabled", "chat_memory.enabled")
-KNOWLEDGE_KEYS = {
-    "knowledge_id",
-    "type",
-    "service_url",
-    "name",
-    "summary",
-    "team_id",
-    "agent_id",
-    "user_id",
-    "repo_url",
-    "branch",
-    "created_at",
-    "updated_at",
-}
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    built = build_gateway(tmp_path_factory.mktemp("config"))
-    with serve(built) as gw:
-        yield gw
-    built.close()
 
 
 @dataclass
@@ -60,9 +36,8 @@ class Crew:
 @pytest.fixture
 def c(live: Gateway) -> Crew:
     org = Org(live, service=f"svc-{uuid.uuid4().hex[:10]}")
-    alice, bob, carol = (org.user(n) for n in ("alice", "bob", "carol"))
-    team_id = org.team(alice, "team")
-    org.join(team_id, alice, bob)
+    alice, bob, carol = org.users("alice", "bob", "carol")
+    team_id = org.staffed_team(alice, "team", (bob, "member"))
     return Crew(org, team_id, org.team(carol, "other"), alice, bob, carol)
 
 
@@ -143,51 +118,30 @@ def test_only_the_user_themself(c: Crew) -> None:
 def test_config_errors(c: Crew) -> None:
     me = c.bob.user_id
     get_path, set_path = "/v3/meta/config/user/get", "/v3/meta/config/user/set"
-    refused(c.org, c.bob, get_path, {"user_id": me, "module": "video"}, 400, "unknown_module: unknown module: video")
-    refused(
-        c.org,
-        c.bob,
+
+    def bad(path: str, body: dict[str, Any], message: str | None) -> None:
+        """bob's own config call with this body is refused with 400 (and this message) and changes nothing."""
+        refused(c.org, c.bob, path, {"user_id": me, **body}, 400, message)
+
+    bad(get_path, {"module": "video"}, "unknown_module: unknown module: video")
+    bad(set_path, {"module": "video", "params": {"x": "1"}}, "unknown_module: unknown module: video")
+    unknown_param = "invalid_param_key: unknown param: asset_type.video.enabled"
+    bad(get_path, {"module": "asset_type", "param_name": "video.enabled"}, unknown_param)
+    bad(set_path, {"module": "asset_type", "params": {"video.enabled": "1"}}, unknown_param)
+    bad(
         set_path,
-        {"user_id": me, "module": "video", "params": {"x": "1"}},
-        400,
-        "unknown_module: unknown module: video",
-    )
-    refused(
-        c.org,
-        c.bob,
-        get_path,
-        {"user_id": me, "module": "asset_type", "param_name": "video.enabled"},
-        400,
-        "invalid_param_key: unknown param: asset_type.video.enabled",
-    )
-    refused(
-        c.org,
-        c.bob,
-        set_path,
-        {"user_id": me, "module": "asset_type", "params": {"video.enabled": "1"}},
-        400,
-        "invalid_param_key: unknown param: asset_type.video.enabled",
-    )
-    refused(
-        c.org,
-        c.bob,
-        set_path,
-        {"user_id": me, "module": "quota", "params": {"max_users_per_instance": "5"}},
-        400,
+        {"module": "quota", "params": {"max_users_per_instance": "5"}},
         "invalid_param_scope: module 'quota' is global-only, cannot set for user scope",
     )
     for value in ("2", "true", "", " 1", "01"):
-        refused(
-            c.org,
-            c.bob,
+        bad(
             set_path,
-            {"user_id": me, "module": "asset_type", "params": {"skill.enabled": value}},
-            400,
+            {"module": "asset_type", "params": {"skill.enabled": value}},
             f"invalid_param_value: param 'skill.enabled' only accepts '0' or '1', got '{value}'",
         )
-    refused(c.org, c.bob, set_path, {"user_id": me, "module": "asset_type", "params": {"skill.enabled": 1}}, 400)
-    refused(c.org, c.bob, set_path, {"user_id": me, "module": "asset_type"}, 400, "params: …")
-    refused(c.org, c.bob, get_path, {"user_id": me}, 400, "module: …")
+    bad(set_path, {"module": "asset_type", "params": {"skill.enabled": 1}}, None)
+    bad(set_path, {"module": "asset_type"}, "params: …")
+    bad(get_path, {}, "module: …")
     refused(c.org, c.bob, get_path, {"module": "asset_type"}, 400, "user_id: …")
 
 
@@ -211,23 +165,19 @@ def test_llm_api_key_is_never_returned_in_clear(c: Crew) -> None:
     assert _values(_config(c, c.alice, "llm")) == {"api_key": ""}
 
 
-def test_instance_quota(c: Crew, tmp_path: Any) -> None:
+def test_instance_quota(c: Crew, make_org: Callable[..., Org]) -> None:
     for who in (c.bob, c.org.admin):
         assert c.org.ok(who, "/v3/meta/instance-quota/get", {"ignored": True}) == {
             "max_users_per_instance": 500,
             "max_teams_per_instance": 100,
         }
-    gw = build_gateway(tmp_path / "small", max_users_per_instance=7, max_teams_per_instance=3)
-    try:
-        org = Org(gw)
-        assert org.ok(org.admin, "/v3/meta/instance-quota/get", {}) == {
-            "max_users_per_instance": 7,
-            "max_teams_per_instance": 3,
-        }
-        quota = org.ok(org.admin, "/v3/meta/config/user/get", {"user_id": org.admin.user_id, "module": "quota"})
-        assert _values(quota) == {"max_users_per_instance": "7", "max_teams_per_instance": "3"}
-    finally:
-        gw.close()
+    org = make_org("small", max_users_per_instance=7, max_teams_per_instance=3)
+    assert org.ok(org.admin, "/v3/meta/instance-quota/get", {}) == {
+        "max_users_per_instance": 7,
+        "max_teams_per_instance": 3,
+    }
+    quota = org.ok(org.admin, "/v3/meta/config/user/get", {"user_id": org.admin.user_id, "module": "quota"})
+    assert _values(quota) == {"max_users_per_instance": "7", "max_teams_per_instance": "3"}
 
 
 # -- knowledge ------------------------------------------------------------------------------------
@@ -256,9 +206,11 @@ def _as_gateway(c: Crew, path: str, body: dict[str, Any]) -> Any:
 def test_knowledge_create_is_an_idempotent_upsert(c: Crew) -> None:
     body = _kb(c, summary="s", user_id=c.bob.user_id, repo_url="https://git/x.git", branch="main")
     first = c.org.ok(c.bob, "/v3/knowledge/create", body)
-    assert set(first) == KNOWLEDGE_KEYS
+    assert set(first) == KNOWLEDGE_FIELDS
     assert {k: first[k] for k in body} == body
-    assert first["agent_id"] == "" and ISO_MS.match(first["created_at"]) and first["created_at"] == first["updated_at"]
+    assert (
+        first["agent_id"] == "" and ISO_MS.fullmatch(first["created_at"]) and first["created_at"] == first["updated_at"]
+    )
     again = c.org.ok(c.bob, "/v3/knowledge/create", body)
     assert again["created_at"] == first["created_at"] and {k: again[k] for k in body} == body
     changed = c.org.ok(
@@ -378,7 +330,7 @@ def test_knowledge_list(c: Crew) -> None:
     path = "/v3/knowledge/list"
     data = c.org.ok(c.bob, path, {"team_id": c.team_id})
     assert set(data) == {"items", "total"} and data["total"] == 4
-    assert all(set(i) == KNOWLEDGE_KEYS and i["team_id"] == c.team_id for i in data["items"])
+    assert all(set(i) == KNOWLEDGE_FIELDS and i["team_id"] == c.team_id for i in data["items"])
     stamps = [i["created_at"] for i in data["items"]]
     assert stamps == sorted(stamps, reverse=True)
     wikis = c.org.ok(c.bob, path, {"team_id": c.team_id, "type": "wiki"})
@@ -440,7 +392,7 @@ def test_knowledge_callers(c: Crew) -> None:
     refused(c.org, c.bob, "/v3/knowledge/list", {"team_id": c.team_id}, 403, not_member)
 
 
-def test_knowledge_credentials(c: Crew, tmp_path: Any) -> None:
+def test_knowledge_credentials(c: Crew, make_org: Callable[..., Org]) -> None:
     client = c.org.gw.client
     body = {"team_id": c.team_id}
     # A user key alone as the Bearer (no gateway key) authenticates that user.
@@ -480,12 +432,9 @@ def test_knowledge_credentials(c: Crew, tmp_path: Any) -> None:
     response = client.post("/v3/knowledge/list", json=body, headers=other)
     assert response.status_code == 401 and response.json()["message"] == "unauthorized: invalid_user_key"
 
-    strict = build_gateway(tmp_path / "strict", data_plane_auth="user_key")
-    try:
-        org = Org(strict)
-        team_id = org.team(org.admin, "t")
-        response = strict.client.post("/v3/knowledge/list", json={"team_id": team_id}, headers=org.headers(None))
-        assert response.status_code == 401 and response.json()["message"] == "unauthorized: missing_user_key"
-        assert org.ok(org.admin, "/v3/knowledge/list", {"team_id": team_id}) == {"items": [], "total": 0}
-    finally:
-        strict.close()
+    org = make_org("strict", data_plane_auth="user_key")
+    strict = org.gw
+    team_id = org.team(org.admin, "t")
+    response = strict.client.post("/v3/knowledge/list", json={"team_id": team_id}, headers=org.headers(None))
+    assert response.status_code == 401 and response.json()["message"] == "unauthorized: missing_user_key"
+    assert org.ok(org.admin, "/v3/knowledge/list", {"team_id": team_id}) == {"items": [], "total": 0}

@@ -12,25 +12,16 @@ unless `data_plane_auth="user_key"` (401 `unauthorized: missing_user_key`).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from tests.conftest import Gateway, build_gateway
-from tests.meta.metadata_client import serve
+from tests.conftest import Gateway
 from tests.meta.org import Member, Org, table_snapshot
 
 HELLO = [{"role": "user", "content": "hello from the owner about paris"}]
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    built = build_gateway(tmp_path_factory.mktemp("dataplane"))
-    with serve(built) as gw:
-        yield gw
-    built.close()
 
 
 @dataclass
@@ -80,10 +71,8 @@ class Tenant:
 
 def _tenant(gw: Gateway) -> Tenant:
     org = Org(gw, service=f"svc-{uuid.uuid4().hex[:10]}")
-    alice, bob, erin, carol, dave = (org.user(n) for n in ("alice", "bob", "erin", "carol", "dave"))
-    team_a = org.team(alice, "A")
-    org.join(team_a, alice, bob)
-    org.join(team_a, alice, erin, "admin")
+    alice, bob, erin, carol, dave = org.users("alice", "bob", "erin", "carol", "dave")
+    team_a = org.staffed_team(alice, "A", (bob, "member"), (erin, "admin"))
     team_b = org.team(carol, "B")
     at = org.agent(alice, team_a, "at", "team")
     ap = org.agent(alice, team_a, "ap", "private")
@@ -170,29 +159,36 @@ class Case:
 NOT_MEMBER = "team_id: not a team this user is an active member of"
 NOT_USABLE = "agent_id: not an agent this user may use"
 INVALID_KEY = "unauthorized: invalid_user_key"
+
+
+def _outsider(who: str, **flags: bool) -> Case:
+    """Tenant member `who`, not in team A, names team A and its team-visible agent AT."""
+    return Case(lambda t: getattr(t, who).key, _at_a, 403, "team_id", lambda t: NOT_MEMBER, **flags)
+
+
+def _unusable(who: str, agent: str) -> Case:
+    """Tenant member `who` of team A names the team's agent `agent` (a Tenant field) they may not use."""
+
+    def ids(t: Tenant) -> dict[str, str]:
+        return {"team_id": t.team_a, "agent_id": getattr(t, agent)}
+
+    return Case(lambda t: getattr(t, who).key, ids, 403, "agent_id", lambda t: NOT_USABLE)
+
+
+def _bad_key(key: str, **flags: bool) -> Case:
+    """The Tenant's unusable key `key` names team A and AT."""
+    return Case(lambda t: getattr(t, key), _at_a, 401, None, lambda t: INVALID_KEY, **flags)
+
+
+def _at_a(t: Tenant) -> dict[str, str]:
+    return {"team_id": t.team_a, "agent_id": t.at}
+
+
 CASES: dict[str, Case] = {
-    "outsider": Case(
-        lambda t: t.dave.key, lambda t: {"team_id": t.team_a, "agent_id": t.at}, 403, "team_id", lambda t: NOT_MEMBER
-    ),
-    "outsider_bearer_only": Case(
-        lambda t: t.dave.key,
-        lambda t: {"team_id": t.team_a, "agent_id": t.at},
-        403,
-        "team_id",
-        lambda t: NOT_MEMBER,
-        bearer_only=True,
-    ),
-    "member_of_another_team": Case(
-        lambda t: t.carol.key, lambda t: {"team_id": t.team_a, "agent_id": t.at}, 403, "team_id", lambda t: NOT_MEMBER
-    ),
-    "another_team_by_headers": Case(
-        lambda t: t.carol.key,
-        lambda t: {"team_id": t.team_a, "agent_id": t.at},
-        403,
-        "team_id",
-        lambda t: NOT_MEMBER,
-        header_ids=True,
-    ),
+    "outsider": _outsider("dave"),
+    "outsider_bearer_only": _outsider("dave", bearer_only=True),
+    "member_of_another_team": _outsider("carol"),
+    "another_team_by_headers": _outsider("carol", header_ids=True),
     "own_team_foreign_agent": Case(
         lambda t: t.carol.key,
         lambda t: {"team_id": t.team_b, "agent_id": t.at},
@@ -215,22 +211,10 @@ CASES: dict[str, Case] = {
         "agent_id",
         lambda t: f"agent_id: not an agent of team {t.team_a}",
     ),
-    "another_members_private_agent": Case(
-        lambda t: t.bob.key, lambda t: {"team_id": t.team_a, "agent_id": t.ap}, 403, "agent_id", lambda t: NOT_USABLE
-    ),
-    "another_members_default_agent": Case(
-        lambda t: t.bob.key,
-        lambda t: {"team_id": t.team_a, "agent_id": t.erin_default},
-        403,
-        "agent_id",
-        lambda t: NOT_USABLE,
-    ),
-    "admins_private_agent": Case(
-        lambda t: t.erin.key, lambda t: {"team_id": t.team_a, "agent_id": t.ap}, 403, "agent_id", lambda t: NOT_USABLE
-    ),
-    "restricted_agent_as_member": Case(
-        lambda t: t.bob.key, lambda t: {"team_id": t.team_a, "agent_id": t.ar}, 403, "agent_id", lambda t: NOT_USABLE
-    ),
+    "another_members_private_agent": _unusable("bob", "ap"),
+    "another_members_default_agent": _unusable("bob", "erin_default"),
+    "admins_private_agent": _unusable("erin", "ap"),
+    "restricted_agent_as_member": _unusable("bob", "ar"),
     "someone_elses_user_id": Case(
         lambda t: t.bob.key,
         lambda t: {"team_id": t.team_a, "agent_id": t.at, "user_id": t.alice.user_id},
@@ -260,42 +244,11 @@ CASES: dict[str, Case] = {
         "task_id",
         lambda t: f"task_id: not a task of team {t.team_a}",
     ),
-    "revoked_key": Case(
-        lambda t: t.revoked_key,
-        lambda t: {"team_id": t.team_a, "agent_id": t.at},
-        401,
-        None,
-        lambda t: INVALID_KEY,
-    ),
-    "expired_key": Case(
-        lambda t: t.expired_key,
-        lambda t: {"team_id": t.team_a, "agent_id": t.at},
-        401,
-        None,
-        lambda t: INVALID_KEY,
-    ),
-    "key_of_another_service": Case(
-        lambda t: t.foreign_key,
-        lambda t: {"team_id": t.team_a, "agent_id": t.at},
-        401,
-        None,
-        lambda t: INVALID_KEY,
-    ),
-    "deleted_users_key": Case(
-        lambda t: t.deleted_key,
-        lambda t: {"team_id": t.team_a, "agent_id": t.at},
-        401,
-        None,
-        lambda t: INVALID_KEY,
-    ),
-    "expired_key_as_bearer": Case(
-        lambda t: t.expired_key,
-        lambda t: {"team_id": t.team_a, "agent_id": t.at},
-        401,
-        None,
-        lambda t: INVALID_KEY,
-        bearer_only=True,
-    ),
+    "revoked_key": _bad_key("revoked_key"),
+    "expired_key": _bad_key("expired_key"),
+    "key_of_another_service": _bad_key("foreign_key"),
+    "deleted_users_key": _bad_key("deleted_key"),
+    "expired_key_as_bearer": _bad_key("expired_key", bearer_only=True),
 }
 
 
@@ -432,27 +385,22 @@ def test_gateway_key_alone_keeps_the_original_behaviour(fresh: Tenant) -> None:
     }
 
 
-def test_user_key_mode_requires_a_user_key(tmp_path: Any) -> None:
-    gw = build_gateway(tmp_path / "strict", data_plane_auth="user_key")
-    try:
-        org = Org(gw)
-        scope = {"team_id": org.team_id, "agent_id": org.admin_agent_id}
-        before = table_snapshot(gw)
-        for route, body in (("conversation/add", {"messages": HELLO}), ("atomic/query", {}), ("core/read", {})):
-            response = gw.client.post(f"/v3/{route}", json={**scope, **body}, headers=org.headers(None))
-            assert response.status_code == 401, response.text
-            assert response.json() == {**response.json(), "code": 401, "message": "unauthorized: missing_user_key"}
-            response = gw.client.post(f"/v2/{route}", json={**scope, **body}, headers=org.headers(None))
-            assert response.status_code == 401 and response.json()["message"] == "unauthorized: missing_user_key"
-        assert table_snapshot(gw) == before
-        response = gw.client.post(
-            "/v3/conversation/add", json={**scope, "messages": HELLO}, headers=org.headers(org.admin)
-        )
-        assert response.status_code == 200, response.text
-        response = gw.client.post("/v3/conversation/count", json=scope, headers=org.headers(org.admin))
-        assert response.json()["data"] == {"total": 1}
-    finally:
-        gw.close()
+def test_user_key_mode_requires_a_user_key(make_org: Callable[..., Org]) -> None:
+    org = make_org("strict", data_plane_auth="user_key")
+    gw = org.gw
+    scope = {"team_id": org.team_id, "agent_id": org.admin_agent_id}
+    before = table_snapshot(gw)
+    for route, body in (("conversation/add", {"messages": HELLO}), ("atomic/query", {}), ("core/read", {})):
+        response = gw.client.post(f"/v3/{route}", json={**scope, **body}, headers=org.headers(None))
+        assert response.status_code == 401, response.text
+        assert response.json() == {**response.json(), "code": 401, "message": "unauthorized: missing_user_key"}
+        response = gw.client.post(f"/v2/{route}", json={**scope, **body}, headers=org.headers(None))
+        assert response.status_code == 401 and response.json()["message"] == "unauthorized: missing_user_key"
+    assert table_snapshot(gw) == before
+    response = gw.client.post("/v3/conversation/add", json={**scope, "messages": HELLO}, headers=org.headers(org.admin))
+    assert response.status_code == 200, response.text
+    response = gw.client.post("/v3/conversation/count", json=scope, headers=org.headers(org.admin))
+    assert response.json()["data"] == {"total": 1}
 
 
 def test_v2_mirror_is_guarded_too(shared: Tenant) -> None:

@@ -18,14 +18,13 @@ Principals: the asset owner (a plain member), a team admin, a member, a reviewer
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from tests.conftest import Gateway, build_gateway
-from tests.meta.metadata_client import serve
+from tests.conftest import Gateway
 from tests.meta.org import Member, Org, table_snapshot
 
 ACTIONS = ("read", "write", "delete", "assign", "share", "use")
@@ -138,20 +137,15 @@ def _grant(world: World, asset: Asset, subject_type: str, subject_id: str, permi
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    built = build_gateway(tmp_path_factory.mktemp("perm"))
-    with serve(built) as gw:
-        yield from _world(gw)
-    built.close()
+def world(live: Gateway) -> Iterator[World]:
+    yield from _world(live)
 
 
 def _world(gw: Gateway) -> Iterator[World]:
     org = Org(gw)
     people = {name: org.user(name) for name in ("owner", "admin", "member", "reviewer", "outsider")}
-    team_id = org.team(people["admin"], "assets-team")  # the team owner is its admin
-    org.join(team_id, people["admin"], people["owner"], "member")
-    org.join(team_id, people["admin"], people["member"], "member")
-    org.join(team_id, people["admin"], people["reviewer"], "reviewer")
+    joins = [(people["owner"], "member"), (people["member"], "member"), (people["reviewer"], "reviewer")]
+    team_id = org.staffed_team(people["admin"], "assets-team", *joins)  # the team owner is its admin
     org.team(people["outsider"], "elsewhere")  # the outsider is a member of another team only
     agent_x = org.agent(people["member"], team_id, "agent-x", "team")
 
@@ -284,47 +278,31 @@ def test_acl_check_specific_answers(world: World) -> None:
     member, reviewer, admin = "member", "reviewer", "admin"
     restricted = world.assets["acl-restricted"]
     by_subject = {(e.subject_type, e.subject_id, e.permission): e.id for e in restricted.acls}
-    asker = world.org.admin
-    got = _check(world, asker, world.org, member, "acl-restricted", "read")
-    assert got == {"allowed": True, "reason": f"acl:{by_subject[('user', world.uid(member), 'read')]}"}
-    got = _check(world, asker, world.org, reviewer, "acl-restricted", "read")
-    assert got == {"allowed": True, "reason": f"acl:{by_subject[('team_role', 'reviewer', 'read')]}"}
+
+    def answer(who: str, asset_id: str, action: str) -> dict:
+        """acl/check as asked by the system admin."""
+        return _check(world, world.org.admin, world.org, who, asset_id, action)
+
+    def allow(reason: str) -> dict[str, Any]:
+        return {"allowed": True, "reason": reason}
+
+    def deny(reason: str) -> dict[str, Any]:
+        return {"allowed": False, "reason": reason}
+
+    assert answer(member, "acl-restricted", "read") == allow(f"acl:{by_subject[('user', world.uid(member), 'read')]}")
+    assert answer(reviewer, "acl-restricted", "read") == allow(f"acl:{by_subject[('team_role', 'reviewer', 'read')]}")
     # The deny entry on (team_role member, delete) is not evaluated, and nothing allows it.
-    assert _check(world, asker, world.org, member, "acl-restricted", "delete") == {
-        "allowed": False,
-        "reason": "visibility_restricted",
-    }
+    assert answer(member, "acl-restricted", "delete") == deny("visibility_restricted")
     # An admin of a restricted asset falls through to role defaults, then to ACLs.
-    assert _check(world, asker, world.org, admin, "acl-restricted", "write") == {
-        "allowed": True,
-        "reason": "role_default:admin",
-    }
-    assert _check(world, asker, world.org, admin, "acl-restricted", "delete") == {
-        "allowed": True,
-        "reason": f"acl:{by_subject[('team_role', 'admin', 'delete')]}",
-    }
+    assert answer(admin, "acl-restricted", "write") == allow("role_default:admin")
+    assert answer(admin, "acl-restricted", "delete") == allow(f"acl:{by_subject[('team_role', 'admin', 'delete')]}")
     # A deny entry on read does not take the member's default read away.
-    assert _check(world, asker, world.org, member, "acl-team", "read") == {
-        "allowed": True,
-        "reason": "role_default:member",
-    }
-    assert _check(world, asker, world.org, admin, "acl-team", "use") == {"allowed": False, "reason": "no_permission"}
-    assert _check(world, asker, world.org, "owner", "archived-team", "read") == {
-        "allowed": False,
-        "reason": "asset_not_available",
-    }
-    assert _check(world, asker, world.org, reviewer, "plain-task", "read") == {
-        "allowed": True,
-        "reason": "role_default:reviewer",
-    }
-    assert _check(world, asker, world.org, admin, "plain-private", "read") == {
-        "allowed": False,
-        "reason": "visibility_restricted",
-    }
-    assert _check(world, asker, world.org, "outsider", "acl-team", "read") == {
-        "allowed": False,
-        "reason": "not_team_member",
-    }
+    assert answer(member, "acl-team", "read") == allow("role_default:member")
+    assert answer(admin, "acl-team", "use") == deny("no_permission")
+    assert answer("owner", "archived-team", "read") == deny("asset_not_available")
+    assert answer(reviewer, "plain-task", "read") == allow("role_default:reviewer")
+    assert answer(admin, "plain-private", "read") == deny("visibility_restricted")
+    assert answer("outsider", "acl-team", "read") == deny("not_team_member")
 
 
 # -- asset/get: readable ⇔ read allowed (404 otherwise, the same message as a missing asset) ----------
@@ -481,13 +459,10 @@ def test_list_accessible_for_a_team_the_user_is_not_in_is_empty(world: World) ->
 
 # -- changes take effect at once -------------------------------------------------------------------
 @pytest.fixture
-def small(tmp_path: Any) -> Iterator[tuple[Gateway, Org, dict[str, Member], str]]:
-    gw = build_gateway(tmp_path / "small")
-    org = Org(gw)
+def small(make_org: Callable[..., Org]) -> tuple[Gateway, Org, dict[str, Member], str]:
+    org = make_org("small")
     people = {n: org.user(n) for n in ("owner", "admin", "member")}
-    team_id = org.team(people["admin"], "t")
-    org.join(team_id, people["admin"], people["owner"])
-    org.join(team_id, people["admin"], people["member"])
+    team_id = org.staffed_team(people["admin"], "t", (people["owner"], "member"), (people["member"], "member"))
     body = {
         "asset_id": "doc",
         "team_id": team_id,
@@ -498,8 +473,7 @@ def small(tmp_path: Any) -> Iterator[tuple[Gateway, Org, dict[str, Member], str]
         "visibility": "restricted",
     }
     org.ok(people["owner"], "/v3/meta/asset/create", body)
-    yield gw, org, people, team_id
-    gw.close()
+    return org.gw, org, people, team_id
 
 
 def test_grant_revoke_visibility_and_membership_changes(small: tuple[Gateway, Org, dict[str, Member], str]) -> None:

@@ -9,109 +9,31 @@ checks the response fields the SDK's callers read.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.conftest import Gateway, build_gateway
-from tests.meta.metadata_client import KNOWLEDGE_METHODS, META_METHODS, MetadataClient, ParamError, TDAMError, serve
+from tests.conftest import Gateway
+from tests.meta.metadata_client import KNOWLEDGE_METHODS, META_METHODS, MetadataClient, ParamError, TDAMError
+from tests.meta.shapes import (
+    ACL_FIELDS,
+    AGENT_FIELDS,
+    ASSET_FIELDS,
+    BINDING_FIELDS,
+    DETAIL_ITEM_FIELDS,
+    ISO_MS,
+    KEY_FIELDS,
+    KNOWLEDGE_FIELDS,
+    LOG_FIELDS,
+    MEMBER_FIELDS,
+    TASK_AGENT_FIELDS,
+    TASK_FIELDS,
+    TEAM_FIELDS,
+    USER_FIELDS,
+)
 
-ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 PAGE = {"items", "total", "limit", "offset"}
-USER = {"user_id", "user_type", "username", "created_at"}
 CREATED_USER = {"user_id", "user_type", "created_at", "default_user_key"}
-KEY = {
-    "key_id",
-    "user_id",
-    "key_prefix",
-    "name",
-    "status",
-    "is_default",
-    "last_used_at",
-    "expires_at",
-    "created_at",
-    "revoked_at",
-}
-TEAM = {"team_id", "name", "description", "owner_user_id", "status", "created_at", "updated_at", "metadata_json"}
-MEMBER = {"id", "team_id", "user_id", "role", "joined_at", "status"}
-AGENT = {
-    "agent_id",
-    "team_id",
-    "owner_user_id",
-    "name",
-    "description",
-    "prompt",
-    "visibility",
-    "status",
-    "created_at",
-    "updated_at",
-    "metadata_json",
-}
-TASK = {
-    "task_id",
-    "team_id",
-    "creator_user_id",
-    "title",
-    "description",
-    "source_type",
-    "source_url",
-    "status",
-    "auto_assign_floating_assets",
-    "risk_level",
-    "created_at",
-    "updated_at",
-    "metadata_json",
-}
-TASK_AGENT = {"id", "task_id", "agent_id", "role_in_task", "status", "created_at"}
-PARTICIPATION = {
-    "id",
-    "team_id",
-    "task_id",
-    "agent_id",
-    "user_id",
-    "source",
-    "metadata_json",
-    "created_at",
-    "updated_at",
-}
-ASSET = {
-    "asset_id",
-    "team_id",
-    "asset_type",
-    "name",
-    "description",
-    "owner_user_id",
-    "source_type",
-    "source_ref",
-    "version",
-    "visibility",
-    "status",
-    "confidence",
-    "expires_at",
-    "last_used_at",
-    "usage_count",
-    "content_ref",
-    "created_at",
-    "updated_at",
-    "metadata_json",
-}
-BINDING = {"id", "agent_id", "asset_id", "asset_type", "injection_mode", "priority", "created_by", "created_at"}
-ACL = {"id", "asset_id", "subject_type", "subject_id", "permission", "effect", "granted_by", "created_at", "updated_at"}
-KNOWLEDGE = {
-    "knowledge_id",
-    "type",
-    "service_url",
-    "name",
-    "summary",
-    "team_id",
-    "agent_id",
-    "user_id",
-    "repo_url",
-    "branch",
-    "created_at",
-    "updated_at",
-}
 BATCH = {"deleted_ids", "failed"}
 OK = {"ok": True}
 SERVICE = "svc-sdk"
@@ -130,14 +52,6 @@ def page_of(data: Any, keys: set[str]) -> list[dict[str, Any]]:
     for item in data["items"]:
         has(item, keys)
     return data["items"]
-
-
-@pytest.fixture
-def live(tmp_path: Any) -> Iterator[Gateway]:
-    built = build_gateway(tmp_path / "sdk")
-    with serve(built) as gw:
-        yield gw
-    built.close()
 
 
 def _client(gw: Gateway, user_key: str | None) -> MetadataClient:
@@ -173,7 +87,7 @@ def test_every_sdk_method_against_a_live_server(live: Gateway) -> None:
     # -- auth, quota, users ---------------------------------------------------------------------
     verified = anonymous.verify_auth(boot["user_key"])
     assert verified["valid"] is True
-    has(verified["user"], USER)
+    has(verified["user"], USER_FIELDS)
     assert verified["user"]["user_type"] == "system_admin"
     assert anonymous.verify_auth("sk-mem-nope") == {"valid": False, "user": None}
     assert admin.get_instance_quota() == {"max_users_per_instance": 500, "max_teams_per_instance": 100}
@@ -193,48 +107,48 @@ def test_every_sdk_method_against_a_live_server(live: Gateway) -> None:
     clients += [alice, bob, carol]
 
     got = admin.get_user(alice_id)
-    has(got, USER)
+    has(got, USER_FIELDS)
     assert (got["user_id"], got["username"]) == (alice_id, "alice")
     assert admin.sent[-1] == ("/v3/meta/user/get", {"user_id": alice_id})
     assert alice.get_user({"user_key": created["alice"]["default_user_key"], "user_id": None})["user_id"] == alice_id
-    users = page_of(admin.list_users(), USER)
+    users = page_of(admin.list_users(), USER_FIELDS)
     assert {u["user_id"] for u in users} >= {alice_id, bob_id, carol_id}
     assert admin.sent[-1] == ("/v3/meta/user/list", {})
 
     # -- user keys -------------------------------------------------------------------------------
     key = alice.create_user_key({"user_id": None, "name": "laptop", "expires_at": None})
-    has(key, KEY | {"key_value"})
+    has(key, KEY_FIELDS | {"key_value"})
     assert alice.sent[-1] == ("/v3/meta/user-key/create", {"name": "laptop"})
     assert key["key_value"].startswith("sk-mem-") and key["key_prefix"].startswith("sk-mem-****")
     assert key["key_prefix"].endswith(key["key_value"][-4:]) and key["is_default"] is False
-    keys = page_of(alice.list_user_keys(alice_id, pagination={"limit": 5, "offset": 0}), KEY)
+    keys = page_of(alice.list_user_keys(alice_id, pagination={"limit": 5, "offset": 0}), KEY_FIELDS)
     assert alice.sent[-1] == ("/v3/meta/user-key/list", {"user_id": alice_id, "limit": 5, "offset": 0})
     assert len(keys) == 2 and all("key_value" not in k for k in keys)
-    has(alice.get_user_key(key["key_id"]), KEY)
+    has(alice.get_user_key(key["key_id"]), KEY_FIELDS)
     renamed = alice.update_user_key({"key_id": key["key_id"], "name": "desk", "expires_at": "2031-01-01T00:00:00Z"})
-    has(renamed, KEY)
+    has(renamed, KEY_FIELDS)
     assert (renamed["name"], renamed["expires_at"]) == ("desk", "2031-01-01T00:00:00Z")
     assert alice.revoke_user_key(key["key_id"]) == OK
     assert alice.sent[-1] == ("/v3/meta/user-key/revoke", {"key_id": key["key_id"]})
 
     # -- teams and members --------------------------------------------------------------------------
     team = alice.create_team({"name": "core", "owner_user_id": alice_id, "description": None})
-    has(team, TEAM)
+    has(team, TEAM_FIELDS)
     assert alice.sent[-1] == ("/v3/meta/team/create", {"name": "core", "owner_user_id": alice_id})
     team_id = team["team_id"]
     spare = alice.create_team({"name": "spare", "owner_user_id": alice_id})["team_id"]
     assert alice.get_team(team_id) == team
     updated = alice.update_team({"team_id": team_id, "description": "the core team", "status": None})
-    has(updated, TEAM)
+    has(updated, TEAM_FIELDS)
     assert updated["description"] == "the core team"
-    teams = page_of(alice.list_teams(alice_id, pagination={"limit": 5}), TEAM)
+    teams = page_of(alice.list_teams(alice_id, pagination={"limit": 5}), TEAM_FIELDS)
     assert alice.sent[-1] == ("/v3/meta/team/list", {"user_id": alice_id, "limit": 5})
     assert {t["team_id"] for t in teams} == {team_id, spare}
-    by_key = page_of(alice.list_teams({"user_key": created["alice"]["default_user_key"], "name": "core"}), TEAM)
+    by_key = page_of(alice.list_teams({"user_key": created["alice"]["default_user_key"], "name": "core"}), TEAM_FIELDS)
     assert [t["team_id"] for t in by_key] == [team_id]
     for user_id, role in ((bob_id, "member"), (carol_id, "reviewer")):
         member = alice.add_team_member({"team_id": team_id, "user_id": user_id, "role": role, "status": None})
-        has(member, MEMBER)
+        has(member, MEMBER_FIELDS)
         assert (member["team_id"], member["user_id"], member["role"], member["status"]) == (
             team_id,
             user_id,
@@ -246,12 +160,12 @@ def test_every_sdk_method_against_a_live_server(live: Gateway) -> None:
         {"team_id": team_id, "user_id": carol_id, "role": "reviewer"},
     )
     view = bob.get_team_member(team_id, bob_id)
-    has(view, MEMBER | {"username"})
+    has(view, MEMBER_FIELDS | {"username"})
     assert view["username"] == "bob"
-    members = page_of(bob.list_team_members(team_id, pagination={"limit": 10}), MEMBER | {"username"})
+    members = page_of(bob.list_team_members(team_id, pagination={"limit": 10}), MEMBER_FIELDS | {"username"})
     assert {m["user_id"] for m in members} == {alice_id, bob_id, carol_id}
     assert bob.sent[-1] == ("/v3/meta/team-member/list", {"team_id": team_id, "limit": 10})
-    users = page_of(admin.list_users(team_id, pagination={"limit": 10}), USER)
+    users = page_of(admin.list_users(team_id, pagination={"limit": 10}), USER_FIELDS)
     assert {u["user_id"] for u in users} == {alice_id, bob_id, carol_id}
     assert admin.sent[-1] == ("/v3/meta/user/list", {"team_id": team_id, "limit": 10})
 
@@ -259,21 +173,21 @@ def test_every_sdk_method_against_a_live_server(live: Gateway) -> None:
     agent = alice.create_agent(
         {"team_id": team_id, "owner_user_id": alice_id, "name": "coder", "visibility": "team", "prompt": None}
     )
-    has(agent, AGENT)
+    has(agent, AGENT_FIELDS)
     assert "prompt" not in alice.sent[-1][1]
     agent_id = agent["agent_id"]
     assert bob.get_agent(agent_id) == agent
     agent = alice.update_agent({"agent_id": agent_id, "prompt": "be terse", "description": None})
-    has(agent, AGENT)
+    has(agent, AGENT_FIELDS)
     assert agent["prompt"] == "be terse"
     helper_id = alice.create_agent({"team_id": team_id, "owner_user_id": alice_id, "name": "helper"})["agent_id"]
     doomed_id = alice.create_agent({"team_id": team_id, "owner_user_id": alice_id, "name": "doomed"})["agent_id"]
-    listed = page_of(bob.list_agents({"team_id": team_id, "status": None}), AGENT)
+    listed = page_of(bob.list_agents({"team_id": team_id, "status": None}), AGENT_FIELDS)
     assert {agent_id, helper_id, doomed_id} <= {a["agent_id"] for a in listed}
-    mine = page_of(alice.list_agents({"owner_user_key": created["alice"]["default_user_key"]}), AGENT)
+    mine = page_of(alice.list_agents({"owner_user_key": created["alice"]["default_user_key"]}), AGENT_FIELDS)
     assert {agent_id, helper_id, doomed_id} <= {a["agent_id"] for a in mine}
     archived = alice.archive_agent(helper_id)
-    has(archived, AGENT)
+    has(archived, AGENT_FIELDS)
     assert archived["status"] == "inactive"
     deleted = alice.delete_agents([doomed_id])
     has(deleted, BATCH)
@@ -289,23 +203,23 @@ def test_every_sdk_method_against_a_live_server(live: Gateway) -> None:
             "risk_level": None,
         }
     )
-    has(task, TASK)
+    has(task, TASK_FIELDS)
     assert task["status"] == "running" and task["auto_assign_floating_assets"] is False
     task_id = task["task_id"]
     assert bob.get_task(task_id) == task
     task = alice.update_task({"task_id": task_id, "auto_assign_floating_assets": True, "source_url": None})
-    has(task, TASK)
+    has(task, TASK_FIELDS)
     assert task["auto_assign_floating_assets"] is True
-    tasks = page_of(bob.list_tasks(team_id, status="running", pagination={"limit": 10}), TASK)
+    tasks = page_of(bob.list_tasks(team_id, status="running", pagination={"limit": 10}), TASK_FIELDS)
     assert bob.sent[-1] == ("/v3/meta/task/list", {"team_id": team_id, "status": "running", "limit": 10})
     assert [t["task_id"] for t in tasks] == [task_id]
-    page_of(alice.list_tasks(team_id), TASK)
+    page_of(alice.list_tasks(team_id), TASK_FIELDS)
     assert alice.sent[-1] == ("/v3/meta/task/list", {"team_id": team_id})  # status None stripped
-    assert [t["task_id"] for t in page_of(alice.list_tasks({"creator_user_id": alice_id}), TASK)] == [task_id]
+    assert [t["task_id"] for t in page_of(alice.list_tasks({"creator_user_id": alice_id}), TASK_FIELDS)] == [task_id]
     link = alice.link_task_agent(task_id, helper_id)
-    has(link, TASK_AGENT)
+    has(link, TASK_AGENT_FIELDS)
     assert alice.sent[-1] == ("/v3/meta/task-agent/link", {"task_id": task_id, "agent_id": helper_id})
-    links = page_of(bob.list_task_agents(task_id, pagination={"limit": 10}), TASK_AGENT)
+    links = page_of(bob.list_task_agents(task_id, pagination={"limit": 10}), TASK_AGENT_FIELDS)
     assert {(x["agent_id"], x["role_in_task"]) for x in links} == {(agent_id, "lead"), (helper_id, None)}
     assert alice.unlink_task_agent(task_id, helper_id) == OK
     log = bob.append_participation_log(
@@ -318,12 +232,12 @@ def test_every_sdk_method_against_a_live_server(live: Gateway) -> None:
             "created_at": None,
         }
     )
-    has(log, PARTICIPATION)
-    assert ISO_MS.match(log["created_at"])
-    logs = page_of(bob.list_participation_logs({"team_id": team_id, "task_id": task_id, "dedupe": True}), PARTICIPATION)
+    has(log, LOG_FIELDS)
+    assert ISO_MS.fullmatch(log["created_at"])
+    logs = page_of(bob.list_participation_logs({"team_id": team_id, "task_id": task_id, "dedupe": True}), LOG_FIELDS)
     assert [x["user_id"] for x in logs] == [bob_id]
     closed = alice.archive_task(task_id)
-    has(closed, TASK)
+    has(closed, TASK_FIELDS)
     assert closed["status"] == "completed"
     spare_task = alice.create_task({"team_id": team_id, "creator_user_id": alice_id, "title": "spare"})["task_id"]
     assert alice.delete_tasks([spare_task]) == {"deleted_ids": [spare_task], "failed": []}
@@ -341,10 +255,10 @@ def test_every_sdk_method_against_a_live_server(live: Gateway) -> None:
             "description": None,
         }
     )
-    has(asset, ASSET)
+    has(asset, ASSET_FIELDS)
     assert bob.get_asset("skill-review") == asset
     asset = alice.update_asset({"asset_id": "skill-review", "status": "approved", "confidence": None})
-    has(asset, ASSET)
+    has(asset, ASSET_FIELDS)
     assert asset["status"] == "approved"
     alice.create_asset(
         {
@@ -356,10 +270,11 @@ def test_every_sdk_method_against_a_live_server(live: Gateway) -> None:
             "source_type": "manual",
         }
     )
-    assets = page_of(bob.list_assets({"team_id": team_id, "asset_type": None}), ASSET)
+    assets = page_of(bob.list_assets({"team_id": team_id, "asset_type": None}), ASSET_FIELDS)
     assert {"skill-review", "wiki-doomed"} <= {a["asset_id"] for a in assets}
     accessible = page_of(
-        bob.list_accessible_assets({"user_id": bob_id, "team_id": team_id, "visibility": ["team", "agent"]}), ASSET
+        bob.list_accessible_assets({"user_id": bob_id, "team_id": team_id, "visibility": ["team", "agent"]}),
+        ASSET_FIELDS,
     )
     assert {a["asset_id"] for a in accessible} == {"skill-review", "wiki-doomed"}
     assert alice.touch_asset_usage("skill-review") == OK
@@ -374,7 +289,7 @@ def test_every_sdk_method_against_a_live_server(live: Gateway) -> None:
     ]
     assert alice.set_agent_fixed_assets(agent_id, bindings) == OK
     assert alice.sent[-1] == ("/v3/meta/agent-fixed-asset/set", {"agent_id": agent_id, "bindings": bindings})
-    bound = page_of(bob.list_agent_fixed_assets(agent_id, pagination={"limit": 10}), BINDING)
+    bound = page_of(bob.list_agent_fixed_assets(agent_id, pagination={"limit": 10}), BINDING_FIELDS)
     assert [(b["asset_id"], b["injection_mode"], b["priority"]) for b in bound] == [("skill-review", "summary", 50)]
     detail = bob.list_agent_fixed_assets_with_detail(
         {"agent_id": agent_id, "apply_visibility_filter": True, "touch_usage": True, "asset_types": None}
@@ -382,20 +297,7 @@ def test_every_sdk_method_against_a_live_server(live: Gateway) -> None:
     has(detail, {"agent", "items", "total", "limit", "offset"})
     has(detail["agent"], {"agent_id", "team_id", "owner_user_id", "prompt", "visibility", "status"})
     assert [i["asset_id"] for i in detail["items"]] == ["skill-review"]
-    has(
-        detail["items"][0],
-        {
-            "asset_id",
-            "asset_type",
-            "name",
-            "description",
-            "status",
-            "visibility",
-            "injection_mode",
-            "priority",
-            "created_at",
-        },
-    )
+    has(detail["items"][0], DETAIL_ITEM_FIELDS)
     assert alice.get_asset("skill-review")["usage_count"] == 2  # touch-usage + list-with-detail
     summary = bob.summarize_agent_fixed_assets_by_agents({"agent_ids": [agent_id, helper_id], "asset_id": None})
     has(summary, {"items", "total"})
@@ -414,9 +316,9 @@ def test_every_sdk_method_against_a_live_server(live: Gateway) -> None:
             "granted_by": alice_id,
         }
     )
-    has(acl, ACL)
+    has(acl, ACL_FIELDS)
     assert acl["effect"] == "allow"
-    entries = page_of(alice.list_acl("skill-review", pagination={"limit": 10}), ACL)
+    entries = page_of(alice.list_acl("skill-review", pagination={"limit": 10}), ACL_FIELDS)
     assert [e["id"] for e in entries] == [acl["id"]]
     verdict = alice.check_acl({"user_id": bob_id, "asset_id": "skill-review", "action": "delete", "agent_id": None})
     assert verdict == {"allowed": True, "reason": f"acl:{acl['id']}"}
@@ -452,13 +354,13 @@ def test_every_sdk_method_against_a_live_server(live: Gateway) -> None:
             "repo_url": None,
         }
     )
-    has(entry, KNOWLEDGE)
+    has(entry, KNOWLEDGE_FIELDS)
     assert "summary" not in bob.sent[-1][1]
     assert bob.get_knowledge("kb-handbook") == entry
     assert bob.sent[-1] == ("/v3/knowledge/get", {"knowledge_id": "kb-handbook"})
     assert bob.get_knowledge("kb-handbook", team_id) == entry
     changed = bob.update_knowledge({"knowledge_id": "kb-handbook", "team_id": team_id, "summary": "how we work"})
-    has(changed, KNOWLEDGE)
+    has(changed, KNOWLEDGE_FIELDS)
     assert changed["summary"] == "how we work"
     listed_kb = bob.list_knowledge({"team_id": team_id, "type": "wiki", "pagination": {"limit": 10}})
     assert set(listed_kb) == {"items", "total"} and [k["knowledge_id"] for k in listed_kb["items"]] == ["kb-handbook"]

@@ -7,33 +7,15 @@ team/delete takes its assets' bindings and ACL entries with it.
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import build_gateway
-from tests.meta.org import Member, Org, table_snapshot
-
-TEAM_ID = re.compile(r"team-[0-9a-z]{10}")
-UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
-ISO_MS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
-NOT_MEMBER = "permission_denied: not a team member"
-NOT_ADMIN = "permission_denied: caller is not team admin"
-NOT_OWNER = "permission_denied: caller is not resource owner"
-TEAM_FIELDS = {"team_id", "name", "description", "owner_user_id", "status", "created_at", "updated_at", "metadata_json"}
-MEMBER_ROW = {"id", "team_id", "user_id", "role", "status", "joined_at"}
-
-
-@pytest.fixture
-def org(tmp_path: Path) -> Iterator[Org]:
-    gw = build_gateway(tmp_path / "data")
-    yield Org(gw)
-    gw.close()
+from tests.meta.org import Member, Org, refused, rows
+from tests.meta.shapes import ISO_MS, MEMBER_FIELDS, NOT_MEMBER, NOT_OWNER, NOT_TEAM_ADMIN, TEAM_FIELDS, TEAM_ID, UUID
 
 
 @dataclass
@@ -51,25 +33,9 @@ class Crew:
 
 @pytest.fixture
 def crew(org: Org) -> Crew:
-    alice, bob, carol, dave, rita = (org.user(n) for n in ("alice", "bob", "carol", "dave", "rita"))
-    team = org.team(alice, "T")
-    org.join(team, alice, dave, role="admin")
-    org.join(team, alice, bob)
-    org.join(team, alice, rita, role="reviewer")
+    alice, bob, carol, dave, rita = org.users("alice", "bob", "carol", "dave", "rita")
+    team = org.staffed_team(alice, "T", (dave, "admin"), (bob, "member"), (rita, "reviewer"))
     return Crew(org, team, alice, bob, carol, dave, rita)
-
-
-def refused(org: Org, who: Member | None, path: str, body: dict[str, Any], code: int, message: str) -> dict[str, Any]:
-    """The call fails with this code, HTTP status and exact message, and changes nothing."""
-    before = table_snapshot(org.gw)
-    envelope = org.fails(who, path, body, code)
-    assert envelope["message"] == message, envelope
-    assert table_snapshot(org.gw) == before
-    return envelope
-
-
-def rows(org: Org, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    return [tuple(r) for r in org.gw.store._reader().execute(sql, args)]
 
 
 def agents_named(org: Org, team_id: str, name: str) -> list[tuple[Any, ...]]:
@@ -115,21 +81,15 @@ def test_create_team_for_someone_else_is_refused_even_for_the_system_admin(org: 
     refused(org, org.admin, "/v3/meta/team/create", body, 403, NOT_OWNER)
 
 
-def test_team_quota(tmp_path: Path) -> None:
-    gw = build_gateway(tmp_path / "data", max_teams_per_instance=2)
-    try:
-        org = Org(gw)  # default-team is the first
-        alice = org.user("alice")
-        second = org.team(alice, "second")
-        message = "team_limit_exceeded: team limit 2 reached for instance svc-a (current: 2)"
-        refused(org, alice, "/v3/meta/team/create", {"name": "third", "owner_user_id": alice.user_id}, 409, message)
-        refused(
-            org, org.admin, "/v3/meta/team/create", {"name": "third", "owner_user_id": org.admin.user_id}, 409, message
-        )
-        org.ok(alice, "/v3/meta/team/delete", {"team_ids": [second]})
-        org.team(alice, "third")
-    finally:
-        gw.close()
+def test_team_quota(make_org: Callable[..., Org]) -> None:
+    org = make_org("data", max_teams_per_instance=2)  # default-team is the first
+    alice = org.user("alice")
+    second = org.team(alice, "second")
+    message = "team_limit_exceeded: team limit 2 reached for instance svc-a (current: 2)"
+    refused(org, alice, "/v3/meta/team/create", {"name": "third", "owner_user_id": alice.user_id}, 409, message)
+    refused(org, org.admin, "/v3/meta/team/create", {"name": "third", "owner_user_id": org.admin.user_id}, 409, message)
+    org.ok(alice, "/v3/meta/team/delete", {"team_ids": [second]})
+    org.team(alice, "third")
 
 
 # -- team/get, update ----------------------------------------------------------------------------
@@ -171,7 +131,7 @@ def test_update_team_by_owner_or_team_admin(crew: Crew) -> None:
     assert (by_admin["status"], by_admin["name"]) == ("archived", "Renamed")
     assert org.ok(crew.bob, "/v3/meta/team/get", {"team_id": crew.team}) == by_admin
     for who in (crew.bob, crew.rita):
-        refused(org, who, "/v3/meta/team/update", {"team_id": crew.team, "name": "mine"}, 403, NOT_ADMIN)
+        refused(org, who, "/v3/meta/team/update", {"team_id": crew.team, "name": "mine"}, 403, NOT_TEAM_ADMIN)
     refused(
         org,
         crew.carol,
@@ -207,7 +167,7 @@ def test_outsiders_cannot_tell_a_team_exists_through_update_or_delete(crew: Crew
 def test_delete_team_rules_and_all_or_nothing(crew: Crew) -> None:
     org = crew.org
     other = org.team(crew.carol, "C")
-    for who, message in ((crew.bob, NOT_ADMIN), (crew.rita, NOT_ADMIN)):
+    for who, message in ((crew.bob, NOT_TEAM_ADMIN), (crew.rita, NOT_TEAM_ADMIN)):
         refused(org, who, "/v3/meta/team/delete", {"team_ids": [crew.team]}, 403, message)
     # One missing or foreign team fails the whole request.
     refused(
@@ -219,7 +179,7 @@ def test_delete_team_rules_and_all_or_nothing(crew: Crew) -> None:
         "team_not_found: team not found: team-nothing000",
     )
     org.join(other, crew.carol, crew.alice)  # alice is a plain member of carol's team
-    refused(org, crew.alice, "/v3/meta/team/delete", {"team_ids": [crew.team, other]}, 403, NOT_ADMIN)
+    refused(org, crew.alice, "/v3/meta/team/delete", {"team_ids": [crew.team, other]}, 403, NOT_TEAM_ADMIN)
     # A team admin may delete; duplicates are folded.
     assert org.ok(crew.dave, "/v3/meta/team/delete", {"team_ids": [crew.team, crew.team]}) == {
         "deleted_ids": [crew.team],
@@ -377,7 +337,7 @@ def test_add_member_returns_the_row_and_creates_a_private_default_agent(org: Org
     team = org.team(alice, "T")
     assert agents_named(org, team, "default-agent-alice") == []  # the owner gets none on team/create
     row = org.ok(alice, "/v3/meta/team-member/add", {"team_id": team, "user_id": bob.user_id})
-    assert set(row) == MEMBER_ROW and UUID.fullmatch(row["id"])
+    assert set(row) == MEMBER_FIELDS and UUID.fullmatch(row["id"])
     assert (row["team_id"], row["user_id"], row["role"], row["status"]) == (team, bob.user_id, "member", "active")
     assert ISO_MS.fullmatch(row["joined_at"])
     ((agent_id, owner, visibility),) = agents_named(org, team, "default-agent-bob")
@@ -398,8 +358,8 @@ def test_add_member_refusals(crew: Crew) -> None:
     path = "/v3/meta/team-member/add"
     newbie = org.user("newbie")
     body = {"team_id": crew.team, "user_id": newbie.user_id}
-    refused(org, crew.bob, path, body, 403, NOT_ADMIN)
-    refused(org, crew.rita, path, body, 403, NOT_ADMIN)
+    refused(org, crew.bob, path, body, 403, NOT_TEAM_ADMIN)
+    refused(org, crew.rita, path, body, 403, NOT_TEAM_ADMIN)
     refused(org, crew.carol, path, body, 403, NOT_MEMBER)
     refused(
         org,
@@ -545,7 +505,7 @@ def test_remove_member_rules(crew: Crew) -> None:
         403,
         "permission_denied: cannot remove team owner",
     )
-    refused(org, crew.bob, path, {"team_id": crew.team, "user_id": crew.rita.user_id}, 403, NOT_ADMIN)
+    refused(org, crew.bob, path, {"team_id": crew.team, "user_id": crew.rita.user_id}, 403, NOT_TEAM_ADMIN)
     refused(org, crew.carol, path, {"team_id": crew.team, "user_id": crew.rita.user_id}, 403, NOT_MEMBER)
     refused(
         org,
@@ -587,7 +547,7 @@ def test_list_and_get_members_with_usernames(crew: Crew) -> None:
         ("bob", "member"),
         ("rita", "reviewer"),
     }
-    assert all(set(m) == MEMBER_ROW | {"username"} and m["status"] == "active" for m in page["items"])
+    assert all(set(m) == MEMBER_FIELDS | {"username"} and m["status"] == "active" for m in page["items"])
     joined = [m["joined_at"] for m in page["items"]]
     assert joined == sorted(joined, reverse=True)  # newest first
     one = org.ok(crew.bob, "/v3/meta/team-member/list", {"team_id": crew.team, "limit": 1, "offset": 3})

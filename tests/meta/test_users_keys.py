@@ -8,55 +8,25 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 import time
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import pytest
-
-from tests.conftest import build_gateway
 from tests.meta.org import Member, Org, table_snapshot
+from tests.meta.org import refused as refused_unchanged
+from tests.meta.shapes import ISO_MS, KEY_FIELDS, KEY_ID, USER_FIELDS, USER_ID, USER_KEY
 
-USER_ID = re.compile(r"usr-[0-9a-z]{10}")
-KEY_ID = re.compile(r"uky-[0-9a-z]{10}")
-USER_KEY = re.compile(r"sk-mem-[A-Za-z0-9_-]{32}")
-ISO_MS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
 PAST = "2001-01-01T00:00:00Z"
 FUTURE = "2999-01-01T00:00:00Z"
 INVALID_USER_KEY = "unauthorized: invalid_user_key"
 NOT_ADMIN = "permission_denied: user management requires system admin"
 OTHERS_KEYS = "permission_denied: cannot access another user's keys"
-PUBLIC_USER = {"user_id", "user_type", "username", "created_at"}
-PUBLIC_KEY = {
-    "key_id",
-    "user_id",
-    "key_prefix",
-    "name",
-    "status",
-    "is_default",
-    "last_used_at",
-    "expires_at",
-    "created_at",
-    "revoked_at",
-}
-
-
-@pytest.fixture
-def org(tmp_path: Path) -> Iterator[Org]:
-    gw = build_gateway(tmp_path / "data")
-    yield Org(gw)
-    gw.close()
 
 
 def refused(org: Org, who: Member | str | None, path: str, body: dict[str, Any], code: int, message: str) -> None:
-    """The call fails with this code, HTTP status and exact message, and changes nothing."""
-    before = table_snapshot(org.gw)
-    envelope = org.fails(who, path, body, code)
-    assert envelope["message"] == message, envelope
+    """The shared refusal check (code, HTTP status, exact message, no row changed) and a request id."""
+    envelope = refused_unchanged(org, who, path, body, code, message)
     assert envelope["request_id"]
-    assert table_snapshot(org.gw) == before
 
 
 def whoami(org: Org, key: str) -> Any:
@@ -209,25 +179,20 @@ def test_create_with_key_refuses_the_value_of_a_revoked_key(org: Org) -> None:
     )
 
 
-def test_user_quota_counts_live_users_of_the_instance(tmp_path: Path) -> None:
-    gw = build_gateway(tmp_path / "data", max_users_per_instance=3)
-    try:
-        org = Org(gw)
-        org.user("alice")
-        bob = org.user("bob")  # admin + 2 = 3 users
-        message = "user_limit_exceeded: user limit 3 reached for instance svc-a (current: 3)"
-        refused(org, org.admin, "/v3/meta/user/create", {"username": "carol"}, 409, message)
-        refused(
-            org, org.admin, "/v3/meta/user/create-with-key", {"username": "carol", "user_key": "c" * 24}, 409, message
-        )
-        # Another instance has its own quota.
-        other = Org(gw, service="svc-b")
-        other.user("x")
-        # A deleted user no longer counts.
-        org.ok(org.admin, "/v3/meta/user/delete", {"user_ids": [bob.user_id]})
-        org.user("carol")
-    finally:
-        gw.close()
+def test_user_quota_counts_live_users_of_the_instance(make_org: Callable[..., Org]) -> None:
+    org = make_org("data", max_users_per_instance=3)
+    gw = org.gw
+    org.user("alice")
+    bob = org.user("bob")  # admin + 2 = 3 users
+    message = "user_limit_exceeded: user limit 3 reached for instance svc-a (current: 3)"
+    refused(org, org.admin, "/v3/meta/user/create", {"username": "carol"}, 409, message)
+    refused(org, org.admin, "/v3/meta/user/create-with-key", {"username": "carol", "user_key": "c" * 24}, 409, message)
+    # Another instance has its own quota.
+    other = Org(gw, service="svc-b")
+    other.user("x")
+    # A deleted user no longer counts.
+    org.ok(org.admin, "/v3/meta/user/delete", {"user_ids": [bob.user_id]})
+    org.user("carol")
 
 
 # -- user/get ------------------------------------------------------------------------------------
@@ -235,7 +200,7 @@ def test_get_user_by_id_and_by_key(org: Org) -> None:
     alice, bob = org.user("alice"), org.user("bob")
     by_id = org.ok(alice, "/v3/meta/user/get", {"user_id": alice.user_id})
     by_key = org.ok(alice, "/v3/meta/user/get", {"user_key": alice.key})
-    assert by_id == by_key and set(by_id) == PUBLIC_USER
+    assert by_id == by_key and set(by_id) == USER_FIELDS
     assert (by_id["username"], by_id["user_type"]) == ("alice", "normal")
     # user_id wins over user_key, as in the original.
     assert org.ok(alice, "/v3/meta/user/get", {"user_id": alice.user_id, "user_key": bob.key}) == by_id
@@ -379,7 +344,7 @@ def test_list_users_without_team_is_for_system_admins(org: Org) -> None:
     page = org.ok(org.admin, "/v3/meta/user/list", {})
     assert (page["total"], page["limit"], page["offset"]) == (3, 20, 0)
     assert ids(page["items"]) == {org.admin.user_id, alice.user_id, bob.user_id}
-    assert all(set(u) == PUBLIC_USER for u in page["items"])
+    assert all(set(u) == USER_FIELDS for u in page["items"])
     # Filters and paging.
     assert ids(org.ok(org.admin, "/v3/meta/user/list", {"username": "bob"})["items"]) == {bob.user_id}
     picked = org.ok(org.admin, "/v3/meta/user/list", {"user_ids": [alice.user_id, "usr-nobody0000"]})
@@ -450,7 +415,7 @@ def test_a_team_admin_never_sees_the_system_admin_in_user_list(org: Org) -> None
 def test_create_key_shows_the_value_once_and_never_again(org: Org) -> None:
     alice = org.user("alice")
     created = new_key(org, alice, name="ci")
-    assert set(created) == PUBLIC_KEY | {"key_value"}
+    assert set(created) == KEY_FIELDS | {"key_value"}
     assert USER_KEY.fullmatch(created["key_value"]) and KEY_ID.fullmatch(created["key_id"])
     assert created["key_prefix"] == "sk-mem-****" + created["key_value"][-4:]
     assert (created["user_id"], created["name"], created["status"]) == (alice.user_id, "ci", "active")
@@ -468,7 +433,7 @@ def test_create_key_shows_the_value_once_and_never_again(org: Org) -> None:
     page = listed.json()["data"]
     assert (page["total"], page["limit"], page["offset"]) == (2, 20, 0)
     assert page["items"][0]["key_id"] == created["key_id"]  # newest first
-    assert all(set(k) == PUBLIC_KEY and k["key_prefix"].startswith("sk-mem-****") for k in page["items"])
+    assert all(set(k) == KEY_FIELDS and k["key_prefix"].startswith("sk-mem-****") for k in page["items"])
     assert got.json()["data"] == {k: v for k, v in created.items() if k != "key_value"} | {
         "last_used_at": got.json()["data"]["last_used_at"]
     }
@@ -491,22 +456,18 @@ def test_create_key_for_another_user(org: Org) -> None:
     )
 
 
-def test_active_key_quota(tmp_path: Path) -> None:
-    gw = build_gateway(tmp_path / "data", max_active_keys_per_user=3)
-    try:
-        org = Org(gw)
-        alice = org.user("alice")  # 1 active (default)
-        first = new_key(org, alice)
-        new_key(org, alice)  # 3 active
-        message = "key_limit_exceeded: active user key limit 3 reached"
-        refused(org, alice, "/v3/meta/user-key/create", {}, 409, message)
-        refused(org, org.admin, "/v3/meta/user-key/create", {"user_id": alice.user_id}, 409, message)
-        # A revoked key no longer counts.
-        org.ok(alice, "/v3/meta/user-key/revoke", {"key_id": first["key_id"]})
-        new_key(org, alice)
-        refused(org, alice, "/v3/meta/user-key/create", {}, 409, message)
-    finally:
-        gw.close()
+def test_active_key_quota(make_org: Callable[..., Org]) -> None:
+    org = make_org("data", max_active_keys_per_user=3)
+    alice = org.user("alice")  # 1 active (default)
+    first = new_key(org, alice)
+    new_key(org, alice)  # 3 active
+    message = "key_limit_exceeded: active user key limit 3 reached"
+    refused(org, alice, "/v3/meta/user-key/create", {}, 409, message)
+    refused(org, org.admin, "/v3/meta/user-key/create", {"user_id": alice.user_id}, 409, message)
+    # A revoked key no longer counts.
+    org.ok(alice, "/v3/meta/user-key/revoke", {"key_id": first["key_id"]})
+    new_key(org, alice)
+    refused(org, alice, "/v3/meta/user-key/create", {}, 409, message)
 
 
 def test_the_default_quota_is_twenty_active_keys(org: Org) -> None:
@@ -522,7 +483,7 @@ def test_update_key_name_and_expiry_and_null_clears(org: Org) -> None:
     key = new_key(org, alice, name="old")
     path = "/v3/meta/user-key/update"
     updated = org.ok(alice, path, {"key_id": key["key_id"], "name": "new", "expires_at": FUTURE})
-    assert set(updated) == PUBLIC_KEY
+    assert set(updated) == KEY_FIELDS
     assert (updated["name"], updated["expires_at"]) == ("new", FUTURE)
     assert org.ok(alice, "/v3/meta/user-key/get", {"key_id": key["key_id"]})["expires_at"] == FUTURE
     # Omitted fields stay; an explicit null clears.
@@ -640,7 +601,7 @@ def test_a_key_expires_immediately_when_its_expiry_moves_to_the_past(org: Org) -
 def test_auth_verify_needs_no_user_key(org: Org) -> None:
     alice = org.user("alice")
     valid = verify(org, alice.key)
-    assert valid["valid"] is True and set(valid["user"]) == PUBLIC_USER
+    assert valid["valid"] is True and set(valid["user"]) == USER_FIELDS
     assert (valid["user"]["user_id"], valid["user"]["username"], valid["user"]["user_type"]) == (
         alice.user_id,
         "alice",
