@@ -127,11 +127,7 @@ class Agents:
         with self.store.writing(caller.service_id) as w:
             self._owned(w, caller, agent_id)
             patch = {k: v for k, v in changes.items() if k in AGENT_FIELDS and v is not None}
-            w.update(MetaKind.AGENT, agent_id, {**patch, "updated_at": now_iso()})
-            audit.record(w, caller, "agent/update", [agent_id], {"fields": sorted(patch)})
-            agent = w.get(MetaKind.AGENT, agent_id)
-        assert agent is not None
-        return agent
+            return audit.changed(w, caller, MetaKind.AGENT, agent_id, patch, "agent/update")
 
     def cascade(self, w: MetaWriter, agent: Row) -> None:
         """Everything that depends on an agent: task links, its bindings, its chat-memory asset."""
@@ -153,12 +149,8 @@ class Agents:
         """agent/archive: inactive, and its chat-memory asset is withdrawn."""
         with self.store.writing(caller.service_id) as w:
             agent = self._owned(w, caller, agent_id)
-            w.update(MetaKind.AGENT, agent_id, {"status": "inactive", "updated_at": now_iso()})
             self.withdraw_memory_asset(w, agent)
-            audit.record(w, caller, "agent/archive", [agent_id])
-            archived = w.get(MetaKind.AGENT, agent_id)
-        assert archived is not None
-        return archived
+            return audit.changed(w, caller, MetaKind.AGENT, agent_id, {"status": "inactive"}, "agent/archive")
 
     def list(self, caller: Caller, fields: Mapping[str, Any], owner_user_id: str | None, page: Page) -> Row:
         """agent/list by team or by owner: only agents the caller may see are listed (and counted)."""

@@ -250,11 +250,7 @@ class Assets:
             patch = {
                 k: v for k, v in changes.items() if k in UPDATABLE + UPDATABLE_MORE and (v is not None or k in NULLABLE)
             }
-            w.update(MetaKind.ASSET, asset_id, {**patch, "updated_at": now_iso()})
-            audit.record(w, caller, "asset/update", [asset_id], {"fields": sorted(patch)})
-            row = w.get(MetaKind.ASSET, asset_id)
-        assert row is not None
-        return row
+            return audit.changed(w, caller, MetaKind.ASSET, asset_id, patch, "asset/update")
 
     def delete(self, caller: Caller, asset_ids: Sequence[str]) -> Row:
         """asset/delete: the owner's assets with their bindings and ACL; unknown ids count as deleted."""

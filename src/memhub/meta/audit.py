@@ -36,6 +36,15 @@ def record(
     )
 
 
+def changed(w: MetaWriter, caller: Caller, kind: MetaKind, entity_id: str, patch: Row, action: str) -> Row:
+    """Apply a patch (moving updated_at), log which fields changed, and return the entity as stored."""
+    w.update(kind, entity_id, {**patch, "updated_at": now_iso()})
+    record(w, caller, action, [entity_id], {"fields": sorted(patch)})
+    row = w.get(kind, entity_id)
+    assert row is not None  # the caller checked it exists, inside this transaction
+    return row
+
+
 def entry_view(row: Row) -> Row:
     """An audit entry on the wire."""
     return {

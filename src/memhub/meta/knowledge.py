@@ -129,11 +129,7 @@ class KnowledgeRegistry:
         with self.store.writing(caller.service_id) as w:
             _scoped(w, caller, knowledge_id, team_id)
             patch = {k: v for k, v in changes.items() if k in UPDATABLE and (v is not None or k == "summary")}
-            w.update(MetaKind.KNOWLEDGE, knowledge_id, {**patch, "updated_at": now_iso()})
-            audit.record(w, caller, "knowledge/update", [knowledge_id], {"fields": sorted(patch)})
-            row = w.get(MetaKind.KNOWLEDGE, knowledge_id)
-        assert row is not None
-        return knowledge_view(row)
+            return knowledge_view(audit.changed(w, caller, MetaKind.KNOWLEDGE, knowledge_id, patch, "knowledge/update"))
 
     def delete(self, caller: Caller, knowledge_ids: Sequence[str], team_id: str | None = None) -> Row:
         """knowledge/delete: `{deleted_ids, failed:[{id, reason: not_found|team_mismatch}]}`."""

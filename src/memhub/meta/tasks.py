@@ -115,11 +115,7 @@ class Tasks:
     def _mutate(self, caller: Caller, task_id: str, patch: Mapping[str, Any], action: str) -> Row:
         with self.store.writing(caller.service_id) as w:
             owner(self._known(w, caller, task_id), "creator_user_id", caller)
-            w.update(MetaKind.TASK, task_id, {**patch, "updated_at": now_iso()})
-            audit.record(w, caller, action, [task_id], {"fields": sorted(patch)})
-            task = w.get(MetaKind.TASK, task_id)
-        assert task is not None
-        return task
+            return audit.changed(w, caller, MetaKind.TASK, task_id, dict(patch), action)
 
     def update(self, caller: Caller, task_id: str, changes: Mapping[str, Any]) -> Row:
         """task/update: the creator only."""

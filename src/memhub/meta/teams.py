@@ -93,11 +93,7 @@ class Teams:
         with self.store.writing(caller.service_id) as w:
             team_owner_or_admin(w, team_id, caller)
             patch = {k: v for k, v in changes.items() if k in TEAM_FIELDS and v is not None}
-            w.update(MetaKind.TEAM, team_id, {**patch, "updated_at": now_iso()})
-            audit.record(w, caller, "team/update", [team_id], {"fields": sorted(patch)})
-            team = w.get(MetaKind.TEAM, team_id)
-        assert team is not None
-        return team
+            return audit.changed(w, caller, MetaKind.TEAM, team_id, patch, "team/update")
 
     def delete(self, caller: Caller, team_ids: Sequence[str]) -> Row:
         """team/delete: all or nothing; agents, members, tasks and assets of the team go with it."""
