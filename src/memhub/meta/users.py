@@ -71,10 +71,6 @@ def require_user(r: MetaReader, user_id: str, *, text: str | None = None) -> Row
     return user
 
 
-def _without_secrets(user: Row) -> Row:
-    return {k: v for k, v in user.items() if k != "password_hash"}
-
-
 def _expired(key: Row, now_ms: int) -> bool:
     expires = key["expires_at"]
     if not expires:
@@ -324,7 +320,7 @@ class Users:
         if fields.get("user_ids"):
             where["user_id"] = sorted(set(fields["user_ids"]))
         with self.store.reading(service_id) as r:
-            return read_page(r, MetaKind.USER, where, ["-created_at", "user_id"], page, _without_secrets)
+            return read_page(r, MetaKind.USER, where, ["-created_at", "user_id"], page)
 
     # -- keys ----------------------------------------------------------------------------
     @staticmethod

@@ -19,7 +19,6 @@ META_TABLES = """
         external_id    TEXT NOT NULL DEFAULT '',
         status         TEXT NOT NULL,
         user_type      TEXT NOT NULL,
-        password_hash  TEXT,
         created_at     TEXT NOT NULL,
         updated_at     TEXT NOT NULL,
         metadata_json  TEXT NOT NULL DEFAULT '{}',
