@@ -10,6 +10,7 @@ import numpy as np
 from memhub.retrieval.tokenize import QueryTerms
 from memhub.scope import MemoryScope, ProfileScope
 from memhub.store.meta import MetaStore
+from memhub.store.pipeline import PipelineStore
 from memhub.store.records import (
     AtomicFilter,
     AtomicRecord,
@@ -199,6 +200,11 @@ class MemoryStore(ABC):
     @abstractmethod
     def meta(self) -> MetaStore:
         """Users, keys, teams, agents, tasks, assets, ACL, the knowledge registry and their audit."""
+
+    @property
+    @abstractmethod
+    def pipeline(self) -> PipelineStore:
+        """Durable pipeline jobs and the extraction progress of every session and profile."""
 
     # -- lifecycle ---------------------------------------------------------------------------
     @abstractmethod

@@ -19,6 +19,7 @@ from memhub.retrieval.tokenize import QueryTerms, index_text
 from memhub.scope import MemoryScope, ProfileScope
 from memhub.store.base import MemoryStore
 from memhub.store.meta import MetaStore
+from memhub.store.pipeline import PipelineStore
 from memhub.store.records import (
     AtomicFilter,
     AtomicRecord,
@@ -43,6 +44,7 @@ from memhub.store.sqlite_context import (
 )
 from memhub.store.sqlite_fts import CONTEXT, GRAMS, WORDS, FtsIndex, owner_prefix, qualify, rank_to_score
 from memhub.store.sqlite_meta import SQLiteMetaStore
+from memhub.store.sqlite_pipeline import SQLitePipelineStore, note_session_activity
 from memhub.store.sqlite_schema import MIGRATIONS
 from memhub.store.sqlite_vectors import ScopeVectors
 from memhub.timeutil import now_ms
@@ -92,6 +94,7 @@ class SQLiteStore(MemoryStore):
         }
         self._migrate()
         self._meta = SQLiteMetaStore(self._reader, self._write)
+        self._pipeline = SQLitePipelineStore(self)
         self._model = self.embedding_model()
         self._set_dim(self._model.dim if self._model else 0)
 
@@ -167,6 +170,10 @@ class SQLiteStore(MemoryStore):
     @property
     def meta(self) -> MetaStore:
         return self._meta
+
+    @property
+    def pipeline(self) -> PipelineStore:
+        return self._pipeline
 
     def close(self) -> None:
         for vectors in self._vectors.values():
@@ -266,6 +273,8 @@ class SQLiteStore(MemoryStore):
             # The session's previous newest messages gain neighbours after them.
             refresh_context(con, [rowid for rowid, _ in tail[-CONTEXT_AFTER:]] if CONTEXT_AFTER else [])
             self._enqueue(con, "l0", rowids)
+            rounds = sum(m.role == "user" for m in messages)
+            note_session_activity(con, scope, session_id, rowids[-1], rounds, now_ms())
             ids = [m.id for m in messages]
             if idempotency_key is not None:
                 con.execute(
@@ -394,41 +403,75 @@ class SQLiteStore(MemoryStore):
         )
 
     def add_atomic(self, scope: MemoryScope, records: Sequence[NewAtomic]) -> list[AtomicRecord]:
+        with self._write() as con:
+            return self._insert_atomic(con, scope, records)
+
+    def _insert_atomic(
+        self, con: sqlite3.Connection, scope: MemoryScope, records: Sequence[NewAtomic]
+    ) -> list[AtomicRecord]:
+        """Insert L1 memories inside the caller's transaction (indexed, queued for embedding)."""
+        if not records:
+            return []
         key = scope.key
         prefix = owner_prefix(key)
-        indexed = [qualify(prefix, index_text(r.content)) for r in records]
-        with self._write() as con:
-            for rec, text in zip(records, indexed, strict=True):
-                cur = con.execute(
-                    "INSERT INTO l1_atomic (id, scope_key, service_id, team_id, user_id, agent_id, task_id, "
-                    "session_id, type, content, priority, scene_name, version, source_ids_json, metadata_json, "
-                    "created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
-                    (
-                        rec.id,
-                        key,
-                        scope.service_id,
-                        scope.team_id,
-                        scope.user_id,
-                        scope.agent_id,
-                        scope.task_id,
-                        rec.session_id,
-                        rec.type,
-                        rec.content,
-                        rec.priority,
-                        rec.scene_name,
-                        json.dumps(list(rec.source_message_ids)),
-                        _json_or_none(rec.metadata),
-                        rec.created_ms,
-                        rec.created_ms,
-                    ),
-                )
-                con.execute("INSERT INTO l1_fts (rowid, words, grams) VALUES (?, ?, ?)", (cur.lastrowid, *text))
-                self._enqueue(con, "l1", [cur.lastrowid])
-            marks = ",".join("?" * len(records))
-            rows = con.execute(
-                f"SELECT * FROM l1_atomic WHERE id IN ({marks}) ORDER BY rowid", [r.id for r in records]
-            ).fetchall()
+        for rec in records:
+            cur = con.execute(
+                "INSERT INTO l1_atomic (id, scope_key, service_id, team_id, user_id, agent_id, task_id, "
+                "session_id, type, content, priority, scene_name, version, source_ids_json, metadata_json, "
+                "created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
+                (
+                    rec.id,
+                    key,
+                    scope.service_id,
+                    scope.team_id,
+                    scope.user_id,
+                    scope.agent_id,
+                    scope.task_id,
+                    rec.session_id,
+                    rec.type,
+                    rec.content,
+                    rec.priority,
+                    rec.scene_name,
+                    json.dumps(list(rec.source_message_ids)),
+                    _json_or_none(rec.metadata),
+                    rec.created_ms,
+                    rec.created_ms,
+                ),
+            )
+            words = qualify(prefix, index_text(rec.content))
+            con.execute("INSERT INTO l1_fts (rowid, words, grams) VALUES (?, ?, ?)", (cur.lastrowid, *words))
+            self._enqueue(con, "l1", [cur.lastrowid])
+        marks = ",".join("?" * len(records))
+        rows = con.execute(
+            f"SELECT * FROM l1_atomic WHERE id IN ({marks}) ORDER BY rowid", [r.id for r in records]
+        ).fetchall()
         return [self._atomic(r) for r in rows]
+
+    def _retire_version(
+        self, con: sqlite3.Connection, row: sqlite3.Row, superseded_by: str, reason: str, at_ms: int
+    ) -> None:
+        """Keep the version a change replaces in l1_history: nothing is overwritten in place."""
+        con.execute(
+            "INSERT INTO l1_history (id, service_id, scope_key, version, type, content, priority, scene_name, "
+            "source_ids_json, metadata_json, valid_from_ms, valid_to_ms, superseded_by, reason) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row["id"],
+                row["service_id"],
+                row["scope_key"],
+                row["version"],
+                row["type"],
+                row["content"],
+                row["priority"],
+                row["scene_name"],
+                row["source_ids_json"],
+                row["metadata_json"],
+                row["updated_ms"],
+                at_ms,
+                superseded_by,
+                reason,
+            ),
+        )
 
     def get_atomic(self, service_id: str, atomic_id: str) -> AtomicRecord | None:
         row = (
@@ -455,6 +498,7 @@ class SQLiteStore(MemoryStore):
             if row is None:
                 return None
             new_scene = scene_name if scene_name is not None else row["scene_name"]
+            self._retire_version(con, row, atomic_id, "update", now_ms)
             con.execute(
                 "UPDATE l1_atomic SET content = ?, scene_name = ?, version = version + 1, updated_ms = ? "
                 "WHERE rowid = ?",

@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Callable
 
 from memhub.store.meta_schema import create_meta_tables
+from memhub.store.pipeline_schema import create_pipeline_tables
 from memhub.store.sqlite_context import refresh_context
 
 Migration = str | Callable[[sqlite3.Connection], None]
@@ -161,4 +162,5 @@ MIGRATIONS: list[Migration] = [
     """,
     _neighbour_context_and_vectors,
     create_meta_tables,
+    create_pipeline_tables,
 ]

@@ -1,0 +1,184 @@
+"""The pipeline's store interface: durable jobs and the progress of every session and profile.
+
+An L1 job's memories, its cursor advance and its completion commit in one transaction
+(`commit_l1`), so a crash at any point either keeps all of them or none: a retried job never
+writes a memory twice and never skips a message.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from memhub.scope import MemoryScope, ProfileScope
+from memhub.store.records import AtomicRecord, MessageRecord, NewAtomic
+
+JobKind = Literal["l1", "l2", "l3"]
+JobState = Literal["pending", "running", "done", "dead"]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One unit of pipeline work on one target (a session for L1, a profile for L2/L3)."""
+
+    seq: int
+    service_id: str
+    kind: JobKind
+    target: str
+    scope: dict[str, str]  # the isolation ids the job acts under
+    state: JobState
+    attempts: int
+    run_after_ms: int
+    last_error: str | None
+    created_ms: int
+    updated_ms: int
+    lease_owner: str | None = None
+    lease_expires_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """When L1 runs for a session (spec §3.4)."""
+
+    every_n_rounds: int = 5
+    warmup: bool = True
+    idle_ms: int = 600_000
+    l2_delay_ms: int = 90_000
+    l2_min_interval_ms: int = 900_000
+
+
+@dataclass(frozen=True, slots=True)
+class L1Batch:
+    """New messages of a session after its cursor, with older ones as background."""
+
+    messages: list[tuple[int, MessageRecord]]  # (L0 rowid, message), oldest first
+    background: list[MessageRecord]
+    has_more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """An existing memory replaced by a new version (update) or merged into another one."""
+
+    target_id: str
+    content: str
+    type: str
+    priority: int
+    source_message_ids: tuple[str, ...]
+    absorbed_ids: tuple[str, ...] = ()  # memories merged into the target, retired with it
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class L1Outcome:
+    """What one L1 batch produced."""
+
+    new: Sequence[NewAtomic] = ()
+    revisions: Sequence[Revision] = ()
+    skipped: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineCounts:
+    """Open work by stage, for /v2/pipeline/status."""
+
+    queued: dict[str, list[str]] = field(default_factory=dict)  # kind -> targets
+    running: dict[str, list[str]] = field(default_factory=dict)
+    dead: dict[str, int] = field(default_factory=dict)
+    waiting_sessions: int = 0  # sessions with messages not yet extracted and no open job
+
+
+class PipelineStore(ABC):
+    """Persistence of the pipeline."""
+
+    # -- scheduling ------------------------------------------------------------------------
+    @abstractmethod
+    def schedule(self, now_ms: int, schedule: Schedule, limit: int = 100) -> int:
+        """Open L1 jobs for due sessions and L2 jobs for due profiles; returns how many were opened."""
+
+    @abstractmethod
+    def request_flush(self, scope: MemoryScope, session_id: str | None) -> int:
+        """Make the scope's sessions (or one) due now, and their profile right after; returns sessions marked."""
+
+    @abstractmethod
+    def enqueue(self, service_id: str, kind: JobKind, target: str, scope: dict[str, str], run_after_ms: int) -> bool:
+        """Open a job unless one is already open for the target; True when opened."""
+
+    # -- jobs ----------------------------------------------------------------------------------
+    @abstractmethod
+    def claim(self, owner: str, now_ms: int, lease_ms: int, limit: int) -> list[Job]:
+        """Lease due jobs (pending, or running with an expired lease) to `owner`, oldest first."""
+
+    @abstractmethod
+    def renew(self, job: Job, owner: str, until_ms: int) -> bool:
+        """Extend a lease; False when the job is no longer this owner's."""
+
+    @abstractmethod
+    def finish(self, job: Job, owner: str, now_ms: int) -> bool:
+        """Mark a leased job done."""
+
+    @abstractmethod
+    def fail(self, job: Job, owner: str, error: str, now_ms: int, retry_at_ms: int | None) -> None:
+        """Record a failure: retried at `retry_at_ms`, or dead-lettered when None."""
+
+    @abstractmethod
+    def jobs(self, service_id: str, states: Sequence[str], limit: int) -> list[Job]:
+        """Jobs of a tenant in these states, newest first."""
+
+    @abstractmethod
+    def replay(self, service_id: str, seqs: Sequence[int], now_ms: int) -> int:
+        """Dead jobs back to pending with fresh attempts; returns how many."""
+
+    @abstractmethod
+    def counts(self, service_id: str) -> PipelineCounts:
+        """Open work of a tenant."""
+
+    # -- L1 ------------------------------------------------------------------------------------
+    @abstractmethod
+    def l1_batch(self, scope: MemoryScope, session_id: str, size: int, background: int) -> L1Batch:
+        """The next messages to extract for a session."""
+
+    @abstractmethod
+    def commit_l1(
+        self,
+        job: Job,
+        owner: str,
+        scope: MemoryScope,
+        session_id: str,
+        cursor: int,
+        outcome: L1Outcome,
+        now_ms: int,
+        schedule: Schedule,
+        more: bool,
+    ) -> list[AtomicRecord]:
+        """Write the batch's memories, advance the cursor, finish the job and schedule L2, atomically.
+
+        `more`: the session has further messages after this batch; a follow-up L1 job is opened.
+
+        Returns the stored new and revised memories. Raises LeaseLost when the job is no longer
+        `owner`'s (another worker took it over): then nothing is written.
+        """
+
+    # -- L2 / L3 ---------------------------------------------------------------------------------
+    @abstractmethod
+    def profile_memories(self, profile: ProfileScope, limit: int) -> list[AtomicRecord]:
+        """The profile's current memories (every user and task of the agent), most important first."""
+
+    @abstractmethod
+    def after_l2(self, job: Job, owner: str, profile: ProfileScope, now_ms: int, persona_every: int) -> bool:
+        """Finish an L2 job; opens an L3 job when the persona is due. True when L3 was opened."""
+
+    @abstractmethod
+    def after_l3(self, job: Job, owner: str, profile: ProfileScope, now_ms: int) -> None:
+        """Finish an L3 job and reset the persona counters."""
+
+    # -- history --------------------------------------------------------------------------------
+    @abstractmethod
+    def atomic_history(self, service_id: str, atomic_id: str) -> list[dict[str, Any]]:
+        """Retired versions of a memory and of the memories merged into it, oldest first."""
+
+
+class LeaseLost(Exception):
+    """Another worker owns the job now; this worker's results are discarded."""

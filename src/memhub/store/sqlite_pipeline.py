@@ -1,0 +1,467 @@
+"""SQLite implementation of the pipeline store (memhub.store.pipeline), on the memory store's connections."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from memhub.retrieval.tokenize import index_text
+from memhub.scope import MemoryScope, ProfileScope
+from memhub.store.pipeline import (
+    Job,
+    JobKind,
+    L1Batch,
+    L1Outcome,
+    LeaseLost,
+    PipelineCounts,
+    PipelineStore,
+    Revision,
+    Schedule,
+)
+from memhub.store.records import AtomicRecord
+from memhub.store.sqlite_fts import owner_prefix, qualify
+
+if TYPE_CHECKING:
+    from memhub.store.sqlite import SQLiteStore
+
+OPEN = ("pending", "running")
+
+
+def session_target(scope_key: str, session_id: str) -> str:
+    """The job target of one conversation."""
+    return f"{scope_key}/{session_id}"
+
+
+def note_session_activity(
+    con: sqlite3.Connection, scope: MemoryScope, session_id: str, last_rowid: int, user_rounds: int, now_ms: int
+) -> None:
+    """Called in the transaction that stores L0 messages: the session has new work (durably)."""
+    con.execute(
+        "INSERT INTO pipeline_sessions (scope_key, session_id, service_id, team_id, user_id, agent_id, task_id, "
+        "last_rowid, pending_rounds, last_message_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (scope_key, session_id) DO UPDATE SET last_rowid = MAX(last_rowid, excluded.last_rowid), "
+        "pending_rounds = pending_rounds + excluded.pending_rounds, last_message_ms = excluded.last_message_ms",
+        (
+            scope.key,
+            session_id,
+            scope.service_id,
+            scope.team_id,
+            scope.user_id,
+            scope.agent_id,
+            scope.task_id,
+            last_rowid,
+            user_rounds,
+            now_ms,
+        ),
+    )
+
+
+def _job(row: sqlite3.Row) -> Job:
+    return Job(
+        seq=row["seq"],
+        service_id=row["service_id"],
+        kind=row["kind"],
+        target=row["target"],
+        scope=json.loads(row["scope_json"]),
+        state=row["state"],
+        attempts=row["attempts"],
+        run_after_ms=row["run_after_ms"],
+        last_error=row["last_error"],
+        created_ms=row["created_ms"],
+        updated_ms=row["updated_ms"],
+        lease_owner=row["lease_owner"],
+        lease_expires_ms=row["lease_expires_ms"],
+    )
+
+
+def _profile_scope_of(row: sqlite3.Row | dict[str, Any]) -> ProfileScope:
+    # As the data plane does: a profile without a team belongs to the user (scope.py).
+    team = row["team_id"] if row["team_id"] != "default" else row["user_id"]
+    return ProfileScope(row["service_id"], team, row["agent_id"])
+
+
+class SQLitePipelineStore(PipelineStore):
+    """Pipeline state in the memory store's database file."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store = store
+
+    # -- scheduling --------------------------------------------------------------------------
+    def _insert_job(
+        self, con: sqlite3.Connection, service_id: str, kind: str, target: str, scope: dict[str, str], at_ms: int
+    ) -> bool:
+        cur = con.execute(
+            "INSERT OR IGNORE INTO pipeline_jobs (service_id, kind, target, scope_json, state, run_after_ms, "
+            "created_ms, updated_ms) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)",
+            (service_id, kind, target, json.dumps(scope, sort_keys=True), at_ms, at_ms, at_ms),
+        )
+        return cur.rowcount > 0
+
+    def enqueue(self, service_id: str, kind: JobKind, target: str, scope: dict[str, str], run_after_ms: int) -> bool:
+        with self.store._write() as con:
+            return self._insert_job(con, service_id, kind, target, scope, run_after_ms)
+
+    def schedule(self, now_ms: int, schedule: Schedule, limit: int = 100) -> int:
+        opened = 0
+        with self.store._write() as con:
+            due = con.execute(
+                "SELECT * FROM pipeline_sessions WHERE last_rowid > l1_cursor "
+                "AND (pending_rounds >= threshold OR flush = 1 OR last_message_ms <= ?) LIMIT ?",
+                (now_ms - schedule.idle_ms, limit),
+            ).fetchall()
+            for row in due:
+                scope = {k: row[k] for k in ("service_id", "team_id", "user_id", "agent_id", "task_id", "session_id")}
+                target = session_target(row["scope_key"], row["session_id"])
+                if self._insert_job(con, row["service_id"], "l1", target, scope, now_ms):
+                    opened += 1
+                    # Warm-up (spec §3.4): extract after 1, then 2, 4 … rounds until every N.
+                    nxt = (
+                        min(row["threshold"] * 2, schedule.every_n_rounds)
+                        if schedule.warmup
+                        else schedule.every_n_rounds
+                    )
+                    con.execute(
+                        "UPDATE pipeline_sessions SET pending_rounds = 0, flush = 0, threshold = ? "
+                        "WHERE scope_key = ? AND session_id = ?",
+                        (max(nxt, 1), row["scope_key"], row["session_id"]),
+                    )
+            for row in con.execute(
+                "SELECT * FROM pipeline_profiles WHERE l2_due_ms IS NOT NULL AND l2_due_ms <= ? LIMIT ?",
+                (now_ms, limit),
+            ).fetchall():
+                scope = {"service_id": row["service_id"], "team_id": row["team_id"], "agent_id": row["agent_id"]}
+                if self._insert_job(con, row["service_id"], "l2", row["profile_key"], scope, now_ms):
+                    opened += 1
+                    con.execute(
+                        "UPDATE pipeline_profiles SET l2_due_ms = NULL WHERE profile_key = ?", (row["profile_key"],)
+                    )
+        return opened
+
+    def request_flush(self, scope: MemoryScope, session_id: str | None) -> int:
+        with self.store._write() as con:
+            where, params = "scope_key = ? AND last_rowid > l1_cursor", [scope.key]
+            if session_id is not None:
+                where += " AND session_id = ?"
+                params.append(session_id)
+            marked = con.execute(f"UPDATE pipeline_sessions SET flush = 1 WHERE {where}", params).rowcount
+            profile = _profile_scope_of(_scope_dict(scope))
+            con.execute(
+                "UPDATE pipeline_profiles SET persona_requested = 1, l2_due_ms = COALESCE(l2_due_ms, 0) "
+                "WHERE profile_key = ?",
+                (profile.key,),
+            )
+        return marked
+
+    # -- jobs ----------------------------------------------------------------------------------
+    def claim(self, owner: str, now_ms: int, lease_ms: int, limit: int) -> list[Job]:
+        with self.store._write() as con:
+            rows = con.execute(
+                "SELECT seq FROM pipeline_jobs WHERE (state = 'pending' AND run_after_ms <= ?) "
+                "OR (state = 'running' AND lease_expires_ms <= ?) ORDER BY run_after_ms, seq LIMIT ?",
+                (now_ms, now_ms, limit),
+            ).fetchall()
+            claimed = []
+            for (seq,) in rows:
+                con.execute(
+                    "UPDATE pipeline_jobs SET state = 'running', lease_owner = ?, lease_expires_ms = ?, "
+                    "attempts = attempts + 1, updated_ms = ? WHERE seq = ?",
+                    (owner, now_ms + lease_ms, now_ms, seq),
+                )
+                claimed.append(_job(con.execute("SELECT * FROM pipeline_jobs WHERE seq = ?", (seq,)).fetchone()))
+        return claimed
+
+    @staticmethod
+    def _owned(con: sqlite3.Connection, job: Job, owner: str) -> bool:
+        row = con.execute("SELECT state, lease_owner FROM pipeline_jobs WHERE seq = ?", (job.seq,)).fetchone()
+        return row is not None and row["state"] == "running" and row["lease_owner"] == owner
+
+    def renew(self, job: Job, owner: str, until_ms: int) -> bool:
+        with self.store._write() as con:
+            cur = con.execute(
+                "UPDATE pipeline_jobs SET lease_expires_ms = ? WHERE seq = ? AND state = 'running' AND lease_owner = ?",
+                (until_ms, job.seq, owner),
+            )
+            return cur.rowcount > 0
+
+    @staticmethod
+    def _done(con: sqlite3.Connection, job: Job, now_ms: int) -> None:
+        con.execute(
+            "UPDATE pipeline_jobs SET state = 'done', lease_owner = NULL, lease_expires_ms = NULL, "
+            "last_error = NULL, finished_ms = ?, updated_ms = ? WHERE seq = ?",
+            (now_ms, now_ms, job.seq),
+        )
+
+    def finish(self, job: Job, owner: str, now_ms: int) -> bool:
+        with self.store._write() as con:
+            if not self._owned(con, job, owner):
+                return False
+            self._done(con, job, now_ms)
+            return True
+
+    def fail(self, job: Job, owner: str, error: str, now_ms: int, retry_at_ms: int | None) -> None:
+        with self.store._write() as con:
+            if not self._owned(con, job, owner):
+                return
+            state, run_after = ("pending", retry_at_ms) if retry_at_ms is not None else ("dead", now_ms)
+            con.execute(
+                "UPDATE pipeline_jobs SET state = ?, run_after_ms = ?, lease_owner = NULL, lease_expires_ms = NULL, "
+                "last_error = ?, updated_ms = ?, finished_ms = ? WHERE seq = ?",
+                (state, run_after, error[:2000], now_ms, now_ms if state == "dead" else None, job.seq),
+            )
+
+    def jobs(self, service_id: str, states: Sequence[str], limit: int) -> list[Job]:
+        marks = ",".join("?" * len(states))
+        rows = self.store._reader().execute(
+            f"SELECT * FROM pipeline_jobs WHERE service_id = ? AND state IN ({marks}) ORDER BY seq DESC LIMIT ?",
+            [service_id, *states, limit],
+        )
+        return [_job(r) for r in rows]
+
+    def replay(self, service_id: str, seqs: Sequence[int], now_ms: int) -> int:
+        replayed = 0
+        with self.store._write() as con:
+            for seq in seqs:
+                row = con.execute(
+                    "SELECT kind, target FROM pipeline_jobs WHERE seq = ? AND service_id = ? AND state = 'dead'",
+                    (seq, service_id),
+                ).fetchone()
+                if row is None:
+                    continue
+                busy = con.execute(
+                    "SELECT 1 FROM pipeline_jobs WHERE kind = ? AND target = ? AND state IN ('pending', 'running')",
+                    (row["kind"], row["target"]),
+                ).fetchone()
+                if busy is None:
+                    con.execute(
+                        "UPDATE pipeline_jobs SET state = 'pending', attempts = 0, run_after_ms = ?, updated_ms = ?, "
+                        "finished_ms = NULL WHERE seq = ?",
+                        (now_ms, now_ms, seq),
+                    )
+                else:  # a newer job already covers the target: the dead one is settled by it
+                    con.execute("UPDATE pipeline_jobs SET state = 'done', updated_ms = ? WHERE seq = ?", (now_ms, seq))
+                replayed += 1
+        return replayed
+
+    def counts(self, service_id: str) -> PipelineCounts:
+        con = self.store._reader()
+        counts = PipelineCounts()
+        for row in con.execute(
+            "SELECT kind, state, target FROM pipeline_jobs WHERE service_id = ? AND state IN ('pending', 'running')",
+            (service_id,),
+        ):
+            bucket = counts.queued if row["state"] == "pending" else counts.running
+            bucket.setdefault(row["kind"], []).append(row["target"])
+        for row in con.execute(
+            "SELECT kind, COUNT(*) AS n FROM pipeline_jobs WHERE service_id = ? AND state = 'dead' GROUP BY kind",
+            (service_id,),
+        ):
+            counts.dead[row["kind"]] = row["n"]
+        waiting = con.execute(
+            "SELECT COUNT(*) FROM pipeline_sessions WHERE service_id = ? AND last_rowid > l1_cursor",
+            (service_id,),
+        ).fetchone()[0]
+        return PipelineCounts(counts.queued, counts.running, counts.dead, waiting)
+
+    # -- L1 ------------------------------------------------------------------------------------
+    def l1_batch(self, scope: MemoryScope, session_id: str, size: int, background: int) -> L1Batch:
+        con = self.store._reader()
+        con.execute("BEGIN")
+        try:
+            state = con.execute(
+                "SELECT l1_cursor FROM pipeline_sessions WHERE scope_key = ? AND session_id = ?",
+                (scope.key, session_id),
+            ).fetchone()
+            cursor = state["l1_cursor"] if state else 0
+            rows = con.execute(
+                "SELECT rowid, * FROM l0_messages WHERE scope_key = ? AND session_id = ? AND rowid > ? "
+                "ORDER BY rowid LIMIT ?",
+                (scope.key, session_id, cursor, size + 1),
+            ).fetchall()
+            older = con.execute(
+                "SELECT rowid, * FROM l0_messages WHERE scope_key = ? AND session_id = ? AND rowid <= ? "
+                "ORDER BY rowid DESC LIMIT ?",
+                (scope.key, session_id, cursor, background),
+            ).fetchall()
+        finally:
+            con.execute("COMMIT")
+        message = self.store._message
+        return L1Batch(
+            messages=[(r["rowid"], message(r)) for r in rows[:size]],
+            background=[message(r) for r in reversed(older)],
+            has_more=len(rows) > size,
+        )
+
+    def _revise(self, con: sqlite3.Connection, scope: MemoryScope, rev: Revision, now_ms: int) -> None:
+        row = con.execute(
+            "SELECT rowid, * FROM l1_atomic WHERE +scope_key = ? AND id = ?", (scope.key, rev.target_id)
+        ).fetchone()
+        if row is None:  # deleted meanwhile: the caller stores the candidate as new instead
+            raise LookupError(rev.target_id)
+        store = self.store
+        reason = "merge" if rev.absorbed_ids else "update"
+        store._retire_version(con, row, rev.target_id, reason, now_ms)
+        sources = list(dict.fromkeys([*json.loads(row["source_ids_json"]), *rev.source_message_ids]))
+        metadata = {**(json.loads(row["metadata_json"]) if row["metadata_json"] else {}), **(rev.metadata or {})}
+        con.execute(
+            "UPDATE l1_atomic SET content = ?, type = ?, priority = ?, version = version + 1, updated_ms = ?, "
+            "source_ids_json = ?, metadata_json = ? WHERE rowid = ?",
+            (
+                rev.content,
+                rev.type,
+                rev.priority,
+                now_ms,
+                json.dumps(sources),
+                json.dumps(metadata, ensure_ascii=False),
+                row["rowid"],
+            ),
+        )
+        con.execute("DELETE FROM l1_fts WHERE rowid = ?", (row["rowid"],))
+        words = qualify(owner_prefix(scope.key), index_text(rev.content))
+        con.execute("INSERT INTO l1_fts (rowid, words, grams) VALUES (?, ?, ?)", (row["rowid"], *words))
+        store._reembed(con, "l1", scope.key, [row["rowid"]])
+        for absorbed in rev.absorbed_ids:
+            gone = con.execute(
+                "SELECT rowid, * FROM l1_atomic WHERE +scope_key = ? AND id = ?", (scope.key, absorbed)
+            ).fetchone()
+            if gone is None or absorbed == rev.target_id:
+                continue
+            store._retire_version(con, gone, rev.target_id, "merged", now_ms)
+            store._vectors["l1"].remove(con, scope.key, [gone["rowid"]])
+            con.execute("DELETE FROM l1_atomic WHERE rowid = ?", (gone["rowid"],))
+            con.execute("DELETE FROM l1_fts WHERE rowid = ?", (gone["rowid"],))
+            con.execute("DELETE FROM embedding_queue WHERE kind = 'l1' AND ref = ?", (gone["rowid"],))
+
+    def commit_l1(
+        self,
+        job: Job,
+        owner: str,
+        scope: MemoryScope,
+        session_id: str,
+        cursor: int,
+        outcome: L1Outcome,
+        now_ms: int,
+        schedule: Schedule,
+        more: bool,
+    ) -> list[AtomicRecord]:
+        with self.store._write() as con:
+            if not self._owned(con, job, owner):
+                raise LeaseLost(f"job {job.seq} is no longer leased to {owner}")
+            new = list(outcome.new)
+            revised: list[str] = []
+            for rev in outcome.revisions:
+                try:
+                    self._revise(con, scope, rev, now_ms)
+                    revised.append(rev.target_id)
+                except LookupError:
+                    pass
+            stored = self.store._insert_atomic(con, scope, new)
+            con.execute(
+                "UPDATE pipeline_sessions SET l1_cursor = MAX(l1_cursor, ?), last_l1_ms = ? "
+                "WHERE scope_key = ? AND session_id = ?",
+                (cursor, now_ms, scope.key, session_id),
+            )
+            self._done(con, job, now_ms)
+            if more:
+                self._insert_job(con, job.service_id, "l1", job.target, job.scope, now_ms)
+            changed = len(stored) + len(revised)
+            if changed:
+                self._due_l2(con, scope, changed, now_ms, schedule)
+            if revised:
+                marks = ",".join("?" * len(revised))
+                rows = con.execute(f"SELECT * FROM l1_atomic WHERE id IN ({marks})", revised).fetchall()
+                stored += [self.store._atomic(r) for r in rows]
+        return stored
+
+    @staticmethod
+    def _due_l2(con: sqlite3.Connection, scope: MemoryScope, changed: int, now_ms: int, schedule: Schedule) -> None:
+        profile = _profile_scope_of(_scope_dict(scope))
+        con.execute(
+            "INSERT INTO pipeline_profiles (profile_key, service_id, team_id, agent_id, memories_since_persona) "
+            "VALUES (?, ?, ?, ?, 0) ON CONFLICT (profile_key) DO NOTHING",
+            (profile.key, profile.service_id, profile.team_id, profile.agent_id),
+        )
+        row = con.execute("SELECT * FROM pipeline_profiles WHERE profile_key = ?", (profile.key,)).fetchone()
+        # L2 a little after L1 (so one L2 covers a burst of batches), never sooner than the minimum interval.
+        due = now_ms + schedule.l2_delay_ms
+        if row["last_l2_ms"] is not None:
+            due = max(due, row["last_l2_ms"] + schedule.l2_min_interval_ms)
+        if row["l2_due_ms"] is not None:
+            due = min(due, row["l2_due_ms"])
+        con.execute(
+            "UPDATE pipeline_profiles SET l2_due_ms = ?, memories_since_persona = memories_since_persona + ? "
+            "WHERE profile_key = ?",
+            (due, changed, profile.key),
+        )
+
+    # -- L2 / L3 ---------------------------------------------------------------------------------
+    def profile_memories(self, profile: ProfileScope, limit: int) -> list[AtomicRecord]:
+        rows = self.store._reader().execute(
+            "SELECT * FROM l1_atomic WHERE service_id = ? AND agent_id = ? "
+            "AND (team_id = ? OR (team_id = 'default' AND user_id = ?)) "
+            "ORDER BY (priority = -1) DESC, priority DESC, updated_ms DESC LIMIT ?",
+            (profile.service_id, profile.agent_id, profile.team_id, profile.team_id, limit),
+        )
+        return [self.store._atomic(r) for r in rows]
+
+    def after_l2(self, job: Job, owner: str, profile: ProfileScope, now_ms: int, persona_every: int) -> bool:
+        with self.store._write() as con:
+            if not self._owned(con, job, owner):
+                raise LeaseLost(f"job {job.seq} is no longer leased to {owner}")
+            self._done(con, job, now_ms)
+            con.execute("UPDATE pipeline_profiles SET last_l2_ms = ? WHERE profile_key = ?", (now_ms, profile.key))
+            row = con.execute("SELECT * FROM pipeline_profiles WHERE profile_key = ?", (profile.key,)).fetchone()
+            has_persona = con.execute(
+                "SELECT 1 FROM profile_documents WHERE scope_key = ? AND kind = 'core'", (profile.key,)
+            ).fetchone()
+            # Spec §3.6 triggers: requested (P1), no persona yet (P2/P3), enough new memories (P4).
+            due = row is not None and (
+                row["persona_requested"] or has_persona is None or row["memories_since_persona"] >= persona_every
+            )
+            if due:
+                self._insert_job(con, job.service_id, "l3", profile.key, job.scope, now_ms)
+            return bool(due)
+
+    def after_l3(self, job: Job, owner: str, profile: ProfileScope, now_ms: int) -> None:
+        with self.store._write() as con:
+            if not self._owned(con, job, owner):
+                raise LeaseLost(f"job {job.seq} is no longer leased to {owner}")
+            self._done(con, job, now_ms)
+            con.execute(
+                "UPDATE pipeline_profiles SET memories_since_persona = 0, persona_requested = 0, last_l3_ms = ? "
+                "WHERE profile_key = ?",
+                (now_ms, profile.key),
+            )
+
+    # -- history --------------------------------------------------------------------------------
+    def atomic_history(self, service_id: str, atomic_id: str) -> list[dict[str, Any]]:
+        rows = self.store._reader().execute(
+            "SELECT * FROM l1_history WHERE service_id = ? AND (id = ? OR superseded_by = ?) ORDER BY valid_to_ms, seq",
+            (service_id, atomic_id, atomic_id),
+        )
+        return [
+            {
+                "id": r["id"],
+                "version": r["version"],
+                "type": r["type"],
+                "content": r["content"],
+                "priority": r["priority"],
+                "background": r["scene_name"],
+                "source_message_ids": json.loads(r["source_ids_json"]),
+                "valid_from_ms": r["valid_from_ms"],
+                "valid_to_ms": r["valid_to_ms"],
+                "superseded_by": r["superseded_by"],
+                "reason": r["reason"],
+            }
+            for r in rows
+        ]
+
+
+def _scope_dict(scope: MemoryScope) -> dict[str, str]:
+    return {
+        "service_id": scope.service_id,
+        "team_id": scope.team_id,
+        "user_id": scope.user_id,
+        "agent_id": scope.agent_id,
+    }
