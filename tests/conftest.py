@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 from memhub.api import create_app
 from memhub.gateway_key import ensure_gateway_key
 from memhub.memory.embedding import EmbeddingRuntime
+from memhub.pipeline.worker import PipelineWorker
 from memhub.runtime import dimension_known_offline, embedding_runtime
 from memhub.settings import Settings
 from memhub.store.sqlite import EXACT_VECTOR_LIMIT, SQLiteStore
@@ -43,6 +44,13 @@ class Gateway:
     default_service: str = SERVICE
     default_isolation: dict[str, str] = field(default_factory=lambda: dict(ISO))
     embedding: EmbeddingRuntime | None = None  # the app's embedding runtime (build_gateway(embedding=True))
+
+    @property
+    def pipeline(self) -> PipelineWorker:
+        """The app's pipeline worker (not started: call `drain()` to run due jobs in this thread)."""
+        worker = self.client.app.state.pipeline_worker  # type: ignore[attr-defined]
+        assert worker is not None, "built with pipeline_enabled=False"
+        return worker
 
     def health(self) -> dict[str, Any]:
         """GET /health (open, no auth)."""
@@ -125,7 +133,8 @@ def build_gateway(
     runtime = embedding_runtime(settings, store) if embedding else None
     if runtime is not None and dimension_known_offline(settings):
         runtime.check_model()
-    app = create_app(settings, store, key, runtime)
+    # The pipeline worker never runs by itself in tests: `Gateway.pipeline.drain()` runs it on demand.
+    app = create_app(settings, store, key, runtime, run_pipeline=False)
     if runtime is not None and start_worker:
         runtime.start()
     client = TestClient(app, raise_server_exceptions=False)

@@ -8,7 +8,10 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from memhub.llm.client import LLMConfig
+from memhub.pipeline.config import PipelineConfig
 from memhub.retrieval.embed import EmbeddingConfig
+from memhub.store.pipeline import Schedule
 
 DEFAULT_DATA_DIR = Path.home() / ".memhub"
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
@@ -84,6 +87,48 @@ class Settings(BaseSettings):
     )
     embedding_max_chars: int | None = Field(None, ge=100, validation_alias=_names("MEMHUB_EMBEDDING_MAX_CHARS"))
 
+    # The memory pipeline (L0 → L1 → L2 → L3). Without an LLM it runs the offline rule-based extractor.
+    pipeline_enabled: bool = Field(True, validation_alias=_names("MEMHUB_PIPELINE_ENABLED"))
+    pipeline_mode: Literal["chat", "code"] = Field(
+        "chat", validation_alias=_names("MEMHUB_PIPELINE_MODE", "TDAI_PROMPT_MODE")
+    )
+    pipeline_every_n_rounds: int = Field(
+        5,
+        ge=1,
+        le=1000,
+        validation_alias=_names("MEMHUB_PIPELINE_EVERY_N_ROUNDS", "TDAI_PIPELINE_EVERY_N_CONVERSATIONS"),
+    )
+    pipeline_warmup: bool = Field(
+        True, validation_alias=_names("MEMHUB_PIPELINE_WARMUP", "TDAI_PIPELINE_ENABLE_WARMUP")
+    )
+    pipeline_idle_seconds: float = Field(
+        600, ge=0, validation_alias=_names("MEMHUB_PIPELINE_IDLE_SECONDS", "TDAI_PIPELINE_L1_IDLE_TIMEOUT_SECONDS")
+    )
+    pipeline_l2_delay_seconds: float = Field(
+        90, ge=0, validation_alias=_names("MEMHUB_PIPELINE_L2_DELAY_SECONDS", "TDAI_PIPELINE_L2_DELAY_AFTER_L1_SECONDS")
+    )
+    pipeline_l2_min_interval_seconds: float = Field(
+        900,
+        ge=0,
+        validation_alias=_names("MEMHUB_PIPELINE_L2_MIN_INTERVAL_SECONDS", "TDAI_PIPELINE_L2_MIN_INTERVAL_SECONDS"),
+    )
+    pipeline_persona_every: int = Field(
+        50, ge=1, validation_alias=_names("MEMHUB_PIPELINE_PERSONA_EVERY", "TDAI_PERSONA_TRIGGER_EVERY_N")
+    )
+    pipeline_max_scenes: int = Field(
+        15, ge=2, le=200, validation_alias=_names("MEMHUB_PIPELINE_MAX_SCENES", "TDAI_PERSONA_MAX_SCENES")
+    )
+    pipeline_max_attempts: int = Field(5, ge=1, le=100, validation_alias=_names("MEMHUB_PIPELINE_MAX_ATTEMPTS"))
+    pipeline_poll_ms: int = Field(500, ge=10, validation_alias=_names("MEMHUB_PIPELINE_POLL_MS"))
+    # An OpenAI-compatible /chat/completions endpoint for extraction, scenes and persona. Unset: offline rules.
+    llm_base_url: str = Field("", validation_alias=_names("MEMHUB_LLM_BASE_URL", "TDAI_LLM_BASE_URL"))
+    llm_api_key: str = Field("", validation_alias=_names("MEMHUB_LLM_API_KEY", "TDAI_LLM_API_KEY"))
+    llm_model: str = Field("", validation_alias=_names("MEMHUB_LLM_MODEL", "TDAI_LLM_MODEL"))
+    llm_timeout_ms: int = Field(60_000, ge=100, validation_alias=_names("MEMHUB_LLM_TIMEOUT_MS", "TDAI_LLM_TIMEOUT_MS"))
+    llm_max_tokens: int = Field(
+        4096, ge=16, le=200_000, validation_alias=_names("MEMHUB_LLM_MAX_TOKENS", "TDAI_LLM_MAX_TOKENS")
+    )
+
     @field_validator("cors_origins", mode="before")
     @classmethod
     def _split_origins(cls, value: object) -> object:
@@ -91,7 +136,7 @@ class Settings(BaseSettings):
             return [o.strip() for o in value.split(",") if o.strip()]
         return value
 
-    @field_validator("strict_isolation", "insecure_no_auth", mode="before")
+    @field_validator("strict_isolation", "insecure_no_auth", "pipeline_enabled", "pipeline_warmup", mode="before")
     @classmethod
     def _truthy(cls, value: object) -> object:
         # The original accepts 1/true/on/yes; anything else (including "") means off.
@@ -113,6 +158,36 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    def llm_config(self) -> LLMConfig | None:
+        """The LLM the pipeline uses, or None for the offline rules."""
+        if not (self.llm_base_url.strip() and self.llm_model.strip()):
+            return None
+        return LLMConfig(
+            base_url=self.llm_base_url.strip(),
+            model=self.llm_model.strip(),
+            api_key=self.llm_api_key,
+            timeout_ms=self.llm_timeout_ms,
+            max_tokens=self.llm_max_tokens,
+        )
+
+    def pipeline_config(self) -> PipelineConfig:
+        """The pipeline's schedule and limits."""
+        schedule = Schedule(
+            every_n_rounds=self.pipeline_every_n_rounds,
+            warmup=self.pipeline_warmup,
+            idle_ms=int(self.pipeline_idle_seconds * 1000),
+            l2_delay_ms=int(self.pipeline_l2_delay_seconds * 1000),
+            l2_min_interval_ms=int(self.pipeline_l2_min_interval_seconds * 1000),
+        )
+        return PipelineConfig(
+            schedule=schedule,
+            mode=self.pipeline_mode,
+            persona_every=self.pipeline_persona_every,
+            max_scenes=self.pipeline_max_scenes,
+            max_attempts=self.pipeline_max_attempts,
+            poll_ms=self.pipeline_poll_ms,
+        )
 
     def embedding_config(self, *, for_queries: bool = False) -> EmbeddingConfig:
         """The embedder settings; queries get the shorter timeout so a slow provider never stalls a search."""

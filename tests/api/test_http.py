@@ -335,7 +335,9 @@ CONTRACT = [
     "core/write",
     "core/count",
 ]
-EXTENSIONS = ["atomic/add", "scenario/create"]
+EXTENSIONS = ["atomic/add", "scenario/create", "atomic/history"]
+# The pipeline's routes: the original's pipeline/status (v2) and memhub's control routes.
+PIPELINE = ["pipeline/status", "pipeline/jobs", "pipeline/replay", "pipeline/flush"]
 
 
 def test_openapi_lists_every_data_plane_route(gateway: Gateway) -> None:
@@ -348,10 +350,10 @@ def test_openapi_lists_every_data_plane_route(gateway: Gateway) -> None:
     v3 = {p.removeprefix("/v3/") for p in paths if p.startswith("/v3/") and not p.startswith(management)}
     v2 = {p.removeprefix("/v2/") for p in paths if p.startswith("/v2/")}
     assert len(CONTRACT) == 18
-    assert v3 == set(CONTRACT + EXTENSIONS)
+    assert v3 == set(CONTRACT + EXTENSIONS + PIPELINE)
     mirrors = {r for r in CONTRACT if not r.endswith("/count")}
     assert len(mirrors) == 14
-    assert v2 == mirrors | set(EXTENSIONS)
+    assert v2 == mirrors | set(EXTENSIONS + PIPELINE)
     schemas = doc["components"]["schemas"]
     for path, item in paths.items():
         if not path.startswith(("/v2/", "/v3/")):

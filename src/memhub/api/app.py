@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 from fastapi import FastAPI
@@ -21,7 +22,7 @@ from memhub.api.dataplane import DataPlane, DataRoute
 from memhub.api.envelope import JSONResponse, error, internal_error
 from memhub.api.metaplane import MetaPlane
 from memhub.api.middleware import CorsPolicy, GatewayMiddleware
-from memhub.api.routes import atomic, conversation, profile
+from memhub.api.routes import atomic, conversation, pipeline, profile
 from memhub.api.routes.health import health_payload
 from memhub.api.routes.knowledge import ROUTES as KNOWLEDGE_ROUTES
 from memhub.api.routes.meta import INTERNAL_ROUTES, META_ROUTES
@@ -32,12 +33,14 @@ from memhub.memory.services import MemoryServices
 from memhub.meta.keys import KeyHasher, load_key_hasher
 from memhub.meta.quotas import Quotas
 from memhub.meta.services import MetaServices
+from memhub.pipeline.service import PipelineService
+from memhub.runtime import pipeline_worker
 from memhub.settings import Settings
 from memhub.store import MemoryStore
 
 log = logging.getLogger("memhub.api")
 
-DATA_ROUTES: list[DataRoute] = [*conversation.ROUTES, *atomic.ROUTES, *profile.ROUTES]
+DATA_ROUTES: list[DataRoute] = [*conversation.ROUTES, *atomic.ROUTES, *profile.ROUTES, *pipeline.ROUTES]
 
 
 def create_app(
@@ -46,19 +49,26 @@ def create_app(
     gateway_key: GatewayKey | None,
     embedding: EmbeddingRuntime | None = None,
     key_hasher: KeyHasher | None = None,
+    run_pipeline: bool = True,
 ) -> FastAPI:
     """The gateway app. `gateway_key=None` disables layer-1 auth (only with --insecure-no-auth).
 
     Without an embedding runtime, search is BM25 only. The app owns the store and the runtime from
     here on: the embedding worker starts with the app and both are closed on shutdown (uvicorn
     re-raises SIGTERM after its own shutdown, so a caller's `finally` would never run).
+    The pipeline worker (settings.pipeline_enabled) starts with the app unless `run_pipeline` is
+    False; then `app.state.pipeline_worker.drain()` runs it on demand (tests).
     """
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if embedding is not None:
             embedding.start()
+        if worker is not None and run_pipeline:
+            worker.start()
         yield
+        if worker is not None:
+            worker.close()
         if embedding is not None:
             embedding.close()
         store.close()
@@ -70,7 +80,11 @@ def create_app(
     auth = Authenticator(gateway_key, meta.users, require_user_key=settings.data_plane_auth == "user_key")
     cors = CorsPolicy(settings.cors_origins)
     memory = MemoryServices.over(store, embedding)
+    worker = pipeline_worker(settings, store, memory) if settings.pipeline_enabled else None
+    generator = worker.runner.stages.generator if worker is not None else "none"
+    memory = replace(memory, pipeline=PipelineService(store, worker, generator))
     started = time.monotonic()
+    app.state.pipeline_worker = worker
     app.state.store = store
     app.state.memory = memory
     app.state.meta = meta

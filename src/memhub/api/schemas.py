@@ -256,3 +256,27 @@ class ScenarioRemove(Body):
 # -- L3 ------------------------------------------------------------------------------------
 class CoreWrite(Body):
     content: Annotated[str, Field(max_length=MAX_DOCUMENT_CHARS)]
+
+
+# -- pipeline (memhub extensions beside the original's /v2/pipeline/status) ------------------------
+class PipelineStatus(Body):
+    pass
+
+
+class PipelineJobs(Body):
+    states: list[Literal["pending", "running", "done", "dead"]] = Field(
+        default_factory=lambda: ["pending", "running", "dead"], min_length=1, max_length=4
+    )
+    limit: int = Field(50, ge=1, le=500)
+
+
+class PipelineReplay(Body):
+    job_ids: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, max_length=500)
+
+
+class PipelineFlush(Body):
+    pass
+
+
+class AtomicHistory(Body):
+    id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]

@@ -106,10 +106,12 @@ class SQLitePipelineStore(PipelineStore):
     def schedule(self, now_ms: int, schedule: Schedule, limit: int = 100) -> int:
         opened = 0
         with self.store._write() as con:
+            # Without warm-up every session waits for N rounds; with it, for its current threshold (≤ N).
+            first = schedule.every_n_rounds if not schedule.warmup else 1
             due = con.execute(
                 "SELECT * FROM pipeline_sessions WHERE last_rowid > l1_cursor "
-                "AND (pending_rounds >= threshold OR flush = 1 OR last_message_ms <= ?) LIMIT ?",
-                (now_ms - schedule.idle_ms, limit),
+                "AND (pending_rounds >= MAX(MIN(threshold, ?), ?) OR flush = 1 OR last_message_ms <= ?) LIMIT ?",
+                (schedule.every_n_rounds, first, now_ms - schedule.idle_ms, limit),
             ).fetchall()
             for row in due:
                 scope = {k: row[k] for k in ("service_id", "team_id", "user_id", "agent_id", "task_id", "session_id")}
@@ -443,6 +445,7 @@ class SQLitePipelineStore(PipelineStore):
         return [
             {
                 "id": r["id"],
+                "scope_key": r["scope_key"],
                 "version": r["version"],
                 "type": r["type"],
                 "content": r["content"],

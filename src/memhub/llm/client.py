@@ -1,0 +1,340 @@
+"""A chat client for any OpenAI-compatible `POST {base_url}/chat/completions` endpoint (OpenAI, vLLM, Ollama,
+LiteLLM, DeepSeek, Hunyuan ...), over one thread-safe `httpx.Client`.
+
+Time bound. `timeout_ms` bounds one attempt (connect, send, every read, and the whole body); `budget_ms` bounds
+the whole `complete()` call, retries and backoff included (default: twice `timeout_ms`, so one stalled attempt
+still gets a second chance). An attempt is only started when `_MIN_ATTEMPT_S` fits in what is left, and each
+attempt gets min(timeout, time left). Timeouts, connection errors, malformed 2xx bodies, 408, 429 and 5xx are
+retried up to `max_retries` times with exponential backoff and full jitter; a 429's `Retry-After` is honoured up
+to `retry_after_max_ms`. Any other 4xx is final (`retryable=False`), except a 400 that names `response_format`:
+some servers reject JSON mode, so that request is sent once more without it and JSON mode stays off for this
+client from then on.
+
+Errors never contain the API key: it is only sent as the Bearer header, is redacted from any provider text we
+quote, and is hidden from `LLMConfig`'s repr. Messages name the host only (a base_url may carry credentials).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from memhub.pipeline.types import PipelineError
+
+__all__ = ["ChatClient", "ChatResult", "LLMConfig", "LLMError"]
+
+log = logging.getLogger("memhub.llm")
+
+_MIN_ATTEMPT_S = 0.05  # do not start an attempt that could not possibly finish
+_MAX_RESPONSE_BYTES = 16 * 1024 * 1024  # a runaway provider must not exhaust memory
+_SNIPPET_CHARS = 200
+
+
+class LLMError(PipelineError):
+    """A chat call failed; `retryable` says whether trying later may help, `status` is the HTTP status if any."""
+
+    def __init__(self, message: str, retryable: bool = True, status: int | None = None) -> None:
+        super().__init__(message, retryable=retryable)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class LLMConfig:
+    """Where and how to call the model. `timeout_ms` is per attempt; `budget_ms` (default 2 x timeout) per call."""
+
+    base_url: str
+    model: str
+    api_key: str = field(default="", repr=False)
+    timeout_ms: int = 60_000
+    max_tokens: int = 4096
+    temperature: float = 0.2
+    max_retries: int = 3
+    budget_ms: int | None = None
+    # False for servers that reject `response_format` outright (saves the 400 round trip).
+    response_format: bool = True
+    backoff_base_ms: int = 500
+    backoff_max_ms: int = 8_000
+    retry_after_max_ms: int = 30_000
+
+    @property
+    def total_budget_ms(self) -> int:
+        """The time one `complete()` call may take, retries included."""
+        return self.budget_ms if self.budget_ms is not None else 2 * self.timeout_ms
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResult:
+    """One completion: the assistant text plus what a generation log needs."""
+
+    text: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: int
+    finish_reason: str | None = None
+    attempts: int = 1
+
+
+class _Retryable(Exception):
+    """An attempt failed in a way another attempt may fix; `retry_after` is the provider's hint in seconds."""
+
+    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class _NoResponseFormat(Exception):
+    """The server rejected `response_format`; resend without it."""
+
+
+class ChatClient:
+    """Calls an OpenAI-compatible chat endpoint. Thread-safe: calls share one pooled `httpx.Client`."""
+
+    def __init__(self, config: LLMConfig) -> None:
+        base_url = config.base_url.strip()
+        model = config.model.strip()
+        if not base_url:
+            raise ValueError("the LLM needs base_url, e.g. 'https://api.openai.com/v1'")
+        if not model:
+            raise ValueError("the LLM needs a model name")
+        if config.timeout_ms <= 0 or config.total_budget_ms <= 0:
+            raise ValueError("LLM timeout_ms and budget_ms must be positive")
+        if config.max_retries < 0 or config.max_tokens <= 0:
+            raise ValueError("LLM max_retries must be >= 0 and max_tokens > 0")
+        try:
+            url = httpx.URL(base_url.rstrip("/") + "/chat/completions")
+        except httpx.InvalidURL as exc:
+            raise ValueError(f"invalid LLM base_url: {exc}") from exc
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ValueError(f"LLM base_url must be an http(s) URL with a host, got {base_url!r}")
+        self.config = config
+        self.model = model
+        self._url = url
+        self._source = f"LLM {url.host}"
+        self._api_key = config.api_key
+        self._timeout_s = config.timeout_ms / 1000
+        self._budget_s = config.total_budget_ms / 1000
+        # Flipped (once, never back) when the server says it does not know response_format; a plain bool
+        # write is atomic, and a race only costs one more 400 round trip.
+        self._send_response_format = config.response_format
+        self._closed = False
+        headers = {"Accept": "application/json", "User-Agent": "memhub"}
+        if config.api_key:
+            headers["Authorization"] = f"Bearer {config.api_key}"
+        # follow_redirects=False: a redirect would re-send the conversation (and possibly the key) elsewhere.
+        self._client = httpx.Client(headers=headers, timeout=self._timeout_s, follow_redirects=False)
+
+    def complete(self, messages: list[dict[str, Any]], *, json_mode: bool = False) -> ChatResult:
+        """One chat completion (retried within the budget); raises LLMError."""
+        if self._closed:
+            raise LLMError(f"{self._source}: client is closed", retryable=False)
+        if not messages:
+            raise LLMError(f"{self._source}: no messages to send", retryable=False)
+        started = time.monotonic()
+        deadline = started + self._budget_s
+        attempts = 0
+        dropped_format = False
+        while True:
+            attempts += 1
+            with_format = json_mode and self._send_response_format
+            payload = self._payload(messages, with_format)
+            try:
+                status, content = self._post(payload, deadline)
+                text, model, usage, finish = self._parse(status, content)
+            except _NoResponseFormat:
+                if not with_format or dropped_format:
+                    raise LLMError(
+                        f"{self._source} rejected the request (HTTP 400: response_format)", False, 400
+                    ) from None
+                log.info("%s does not accept response_format; JSON mode continues by prompt only", self._source)
+                self._send_response_format = False
+                dropped_format = True
+                attempts -= 1  # the format fallback is not a failure of the provider
+                continue
+            except _Retryable as exc:
+                remaining = deadline - time.monotonic()
+                pause = self._backoff(attempts)
+                if exc.retry_after is not None:
+                    pause = max(pause, min(exc.retry_after, self.config.retry_after_max_ms / 1000))
+                if attempts > self.config.max_retries or pause + _MIN_ATTEMPT_S > remaining:
+                    elapsed = time.monotonic() - started
+                    raise LLMError(
+                        f"{self._source} failed after {attempts} attempt(s) in {elapsed:.2f}s: {exc}",
+                        retryable=True,
+                        status=exc.status,
+                    ) from None
+                log.debug("%s: attempt %d failed (%s); retrying in %.2fs", self._source, attempts, exc, pause)
+                time.sleep(pause)
+                continue
+            latency_ms = int((time.monotonic() - started) * 1000)
+            return ChatResult(
+                text=text,
+                model=model or self.model,
+                prompt_tokens=usage[0],
+                completion_tokens=usage[1],
+                latency_ms=latency_ms,
+                finish_reason=finish,
+                attempts=attempts,
+            )
+
+    def close(self) -> None:
+        """Release the connection pool; later calls fail with a non-retryable LLMError."""
+        self._closed = True
+        self._client.close()
+
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ChatClient(model={self.model!r}, host={self._url.host!r})"
+
+    # -- one attempt ---------------------------------------------------------------------------------------------
+
+    def _payload(self, messages: list[dict[str, Any]], with_format: bool) -> bytes:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": self.config.max_tokens,
+            "temperature": self.config.temperature,
+            "stream": False,
+        }
+        if with_format:
+            body["response_format"] = {"type": "json_object"}
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+    def _backoff(self, attempt: int) -> float:
+        """Full-jitter exponential backoff before retry `attempt` (1-based), in seconds."""
+        ceiling = min(self.config.backoff_max_ms, self.config.backoff_base_ms * 2 ** (attempt - 1)) / 1000
+        # Jitter spreads retries of many workers hitting the same rate limit; the floor keeps some spacing.
+        return ceiling * random.uniform(0.5, 1.0)
+
+    def _post(self, payload: bytes, deadline: float) -> tuple[int, bytes]:
+        """One HTTP attempt; returns (status, body) for a 2xx, raises _Retryable, _NoResponseFormat or LLMError."""
+        remaining = min(self._timeout_s, deadline - time.monotonic())
+        if remaining <= 0:
+            raise _Retryable("no time left within the call's budget")
+        attempt_deadline = time.monotonic() + remaining
+        try:
+            with self._client.stream(
+                "POST",
+                self._url,
+                content=payload,
+                headers={"Content-Type": "application/json"},
+                timeout=httpx.Timeout(remaining),
+            ) as response:
+                content = self._read_body(response, attempt_deadline)
+                status = response.status_code
+                headers = response.headers
+        except httpx.TimeoutException as exc:
+            raise _Retryable(f"timed out after {remaining:.2f}s ({type(exc).__name__})") from None
+        except httpx.TransportError as exc:  # refused, reset, closed without a response, DNS ...
+            raise _Retryable(f"connection failed ({type(exc).__name__}: {self._redact(str(exc))})") from None
+        except httpx.HTTPError as exc:
+            raise LLMError(f"{self._source}: request failed ({type(exc).__name__})", retryable=False) from None
+        except RuntimeError as exc:  # httpx: "Cannot send a request, as the client has been closed."
+            raise LLMError(f"{self._source}: {self._redact(str(exc))}", retryable=False) from None
+
+        if 200 <= status < 300:
+            return status, content
+        detail = self._error_detail(content)
+        message = f"HTTP {status}" + (f": {detail}" if detail else "")
+        if status in (408, 429) or status >= 500:
+            raise _Retryable(message, status, _retry_after(headers.get("retry-after")))
+        if status == 400 and "response_format" in content.decode("utf-8", "replace").lower():
+            raise _NoResponseFormat()
+        if status in (401, 403):
+            message += " (check the LLM API key)"
+        raise LLMError(f"{self._source} returned {message}", retryable=False, status=status)
+
+    def _read_body(self, response: httpx.Response, deadline: float) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > _MAX_RESPONSE_BYTES:
+                raise LLMError(f"{self._source}: response larger than {_MAX_RESPONSE_BYTES} bytes", retryable=False)
+            chunks.append(chunk)
+            if time.monotonic() > deadline:
+                # httpx timeouts are per socket operation; this check bounds the whole body.
+                raise httpx.ReadTimeout("response body not complete by the deadline")
+        return b"".join(chunks)
+
+    def _parse(self, status: int, content: bytes) -> tuple[str, str | None, tuple[int, int], str | None]:
+        """(text, model, (prompt_tokens, completion_tokens), finish_reason) of a 2xx body."""
+        try:
+            doc = json.loads(content)
+        except (ValueError, UnicodeDecodeError):
+            # A proxy hiccup (truncated or HTML body) is usually transient.
+            raise _Retryable(f"invalid JSON body (HTTP {status}, {len(content)} bytes)", status) from None
+        if not isinstance(doc, dict):
+            raise _Retryable(f"response body is not an object (HTTP {status})", status)
+        if isinstance(doc.get("error"), dict | str):  # some gateways report errors with a 200
+            detail = self._error_detail(content)
+            raise _Retryable(f"error in a {status} response: {detail}", status)
+        choices = doc.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise _Retryable(f"response has no choices (HTTP {status})", status)
+        choice = choices[0]
+        message = choice.get("message")
+        text = _message_text(message.get("content") if isinstance(message, dict) else None)
+        model = doc.get("model") if isinstance(doc.get("model"), str) else None
+        usage = doc.get("usage") if isinstance(doc.get("usage"), dict) else {}
+        finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None
+        return text, model, (_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))), finish
+
+    def _error_detail(self, content: bytes) -> str:
+        """A short, key-free excerpt of a provider's error body (OpenAI style {"error": {"message": ...}})."""
+        text = content[: 4 * _SNIPPET_CHARS].decode("utf-8", "replace")
+        try:
+            doc = json.loads(content)
+        except (ValueError, UnicodeDecodeError):
+            doc = None
+        if isinstance(doc, dict):
+            error = doc.get("error")
+            if isinstance(error, dict) and isinstance(error.get("message"), str):
+                text = error["message"]
+            elif isinstance(error, str):
+                text = error
+        text = " ".join(self._redact(text).split())
+        return text[:_SNIPPET_CHARS] + ("..." if len(text) > _SNIPPET_CHARS else "")
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+
+def _message_text(content: Any) -> str:
+    """The assistant text: a string, or the text parts of a content list (some servers); None → ""."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict)]
+        return "".join(p for p in parts if isinstance(p, str))
+    return ""
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Retry-After in seconds; the HTTP-date form is ignored (the backoff applies)."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
