@@ -120,6 +120,8 @@ class Settings(BaseSettings):
     )
     pipeline_max_attempts: int = Field(5, ge=1, le=100, validation_alias=_names("MEMHUB_PIPELINE_MAX_ATTEMPTS"))
     pipeline_poll_ms: int = Field(500, ge=10, validation_alias=_names("MEMHUB_PIPELINE_POLL_MS"))
+    # A job whose worker died (kill -9, power loss) is taken over by another worker after this.
+    pipeline_lease_seconds: float = Field(300, gt=0, validation_alias=_names("MEMHUB_PIPELINE_LEASE_SECONDS"))
     # An OpenAI-compatible /chat/completions endpoint for extraction, scenes and persona. Unset: offline rules.
     llm_base_url: str = Field("", validation_alias=_names("MEMHUB_LLM_BASE_URL", "TDAI_LLM_BASE_URL"))
     llm_api_key: str = Field("", validation_alias=_names("MEMHUB_LLM_API_KEY", "TDAI_LLM_API_KEY"))
@@ -187,6 +189,7 @@ class Settings(BaseSettings):
             max_scenes=self.pipeline_max_scenes,
             max_attempts=self.pipeline_max_attempts,
             poll_ms=self.pipeline_poll_ms,
+            lease_ms=int(self.pipeline_lease_seconds * 1000),
         )
 
     def embedding_config(self, *, for_queries: bool = False) -> EmbeddingConfig:
