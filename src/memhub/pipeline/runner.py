@@ -116,6 +116,8 @@ class PipelineRunner:
             mode=self.config.mode,
         )
         stamp = now_ms()
+        # An LLM call can be slow: keep the lease while deduplicating, so no other worker starts over.
+        self.store.pipeline.renew(job, owner, stamp + self.config.lease_ms)
         outcome = self._outcome(scope, session_id, candidates, stamp)
         cursor = batch.messages[-1][0]
         stored = self.store.pipeline.commit_l1(
