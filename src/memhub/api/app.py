@@ -107,7 +107,8 @@ def create_app(
 
     @app.get("/health", tags=["ops"])
     async def health() -> JSONResponse:
-        return JSONResponse(health_payload(store, embedding, started, auth_enabled=gateway_key is not None))
+        payload = health_payload(store, embedding, started, auth_enabled=gateway_key is not None, pipeline=worker)
+        return JSONResponse(payload)
 
     plane = DataPlane(auth, memory, meta, settings.max_body_bytes, settings.strict_isolation)
     plane.mount(app, DATA_ROUTES)

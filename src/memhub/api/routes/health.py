@@ -7,11 +7,17 @@ from typing import Any
 
 from memhub import __version__
 from memhub.memory.embedding import EmbeddingRuntime, status_view
+from memhub.pipeline.worker import PipelineWorker
 from memhub.store import MemoryStore
 
 
 def health_payload(
-    store: MemoryStore, embedding: EmbeddingRuntime | None, started: float, *, auth_enabled: bool
+    store: MemoryStore,
+    embedding: EmbeddingRuntime | None,
+    started: float,
+    *,
+    auth_enabled: bool,
+    pipeline: PipelineWorker | None = None,
 ) -> dict[str, Any]:
     """Status, version, uptime, stores, services and the embedding backlog (spec §2.8).
 
@@ -33,8 +39,14 @@ def health_payload(
             "database": store.backend_name(),
         },
         "services": {
-            "timerScanner": {"running": False},
-            "pipelineWorker": {"running": False},
+            # One thread schedules due work (the original's timer scanner) and runs the jobs.
+            "timerScanner": {"running": bool(pipeline and pipeline.running)},
+            "pipelineWorker": {
+                "running": bool(pipeline and pipeline.running),
+                "tasksCompleted": pipeline.jobs_done if pipeline else 0,
+                "tasksFailed": pipeline.jobs_failed if pipeline else 0,
+                "generator": pipeline.runner.stages.generator if pipeline else "none",
+            },
             "embeddingWorker": {"running": state is not None and state.state not in ("off", "error")},
             "stateBackend": "connected",
         },
