@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from memhub.memory.embedding import EmbeddingRuntime
+from memhub.memory.prompts import MemoryPromptService
 from memhub.memory.services import MemoryServices
+from memhub.pipeline.generation_log import GenerationLogService
 from memhub.pipeline.runner import PipelineRunner
 from memhub.pipeline.stages import LLMPersona, LLMScenes, RulePersona, RuleScenes, Stages
 from memhub.pipeline.worker import PipelineWorker
@@ -69,4 +71,12 @@ def pipeline_stages(settings: Settings) -> Stages:
 def pipeline_worker(settings: Settings, store: MemoryStore, memory: MemoryServices) -> PipelineWorker:
     """The background worker that turns conversations into memories; not started yet."""
     config = settings.pipeline_config()
-    return PipelineWorker(store, PipelineRunner(store, memory, pipeline_stages(settings), config), config)
+    runner = PipelineRunner(
+        store,
+        memory,
+        pipeline_stages(settings),
+        config,
+        prompts=MemoryPromptService(store.prompts),
+        generations=GenerationLogService(store.prompts),
+    )
+    return PipelineWorker(store, runner, config)

@@ -338,6 +338,25 @@ CONTRACT = [
 EXTENSIONS = ["atomic/add", "scenario/create", "atomic/history"]
 # The pipeline's routes: the original's pipeline/status (v2) and memhub's control routes.
 PIPELINE = ["pipeline/status", "pipeline/jobs", "pipeline/replay", "pipeline/flush"]
+# v3 only: custom memory prompts (7) and the generation log (2); five of them answer GET too.
+PROMPTS = [
+    "memory-prompt/create",
+    "memory-prompt/update",
+    "memory-prompt/delete",
+    "memory-prompt/get",
+    "memory-prompt/set",
+    "memory-prompt/setting/list",
+    "memory-prompt/log",
+    "memory-generation-log/list",
+    "memory-generation-log/get",
+]
+GET_TOO = {
+    "/v3/memory-prompt/get",
+    "/v3/memory-prompt/setting/list",
+    "/v3/memory-prompt/log",
+    "/v3/memory-generation-log/list",
+    "/v3/memory-generation-log/get",
+}
 
 
 def test_openapi_lists_every_data_plane_route(gateway: Gateway) -> None:
@@ -350,7 +369,7 @@ def test_openapi_lists_every_data_plane_route(gateway: Gateway) -> None:
     v3 = {p.removeprefix("/v3/") for p in paths if p.startswith("/v3/") and not p.startswith(management)}
     v2 = {p.removeprefix("/v2/") for p in paths if p.startswith("/v2/")}
     assert len(CONTRACT) == 18
-    assert v3 == set(CONTRACT + EXTENSIONS + PIPELINE)
+    assert v3 == set(CONTRACT + EXTENSIONS + PIPELINE + PROMPTS)
     mirrors = {r for r in CONTRACT if not r.endswith("/count")}
     assert len(mirrors) == 14
     assert v2 == mirrors | set(EXTENSIONS + PIPELINE)
@@ -358,7 +377,7 @@ def test_openapi_lists_every_data_plane_route(gateway: Gateway) -> None:
     for path, item in paths.items():
         if not path.startswith(("/v2/", "/v3/")):
             continue
-        assert set(item) == {"post"}, path
+        assert set(item) == ({"post", "get"} if path in GET_TOO else {"post"}), path
         ref = item["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
         assert ref.removeprefix("#/components/schemas/") in schemas, (path, ref)
     assert "/health" in paths

@@ -22,17 +22,19 @@ from memhub.api.dataplane import DataPlane, DataRoute
 from memhub.api.envelope import JSONResponse, error, internal_error
 from memhub.api.metaplane import MetaPlane
 from memhub.api.middleware import CorsPolicy, GatewayMiddleware
-from memhub.api.routes import atomic, conversation, pipeline, profile
+from memhub.api.routes import atomic, conversation, generation_log, memory_prompt, pipeline, profile
 from memhub.api.routes.health import health_payload
 from memhub.api.routes.knowledge import ROUTES as KNOWLEDGE_ROUTES
 from memhub.api.routes.meta import INTERNAL_ROUTES, META_ROUTES
 from memhub.errors import HttpStatusError, MemhubError
 from memhub.gateway_key import GatewayKey
 from memhub.memory.embedding import EmbeddingRuntime
+from memhub.memory.prompts import MemoryPromptService
 from memhub.memory.services import MemoryServices
 from memhub.meta.keys import KeyHasher, load_key_hasher
 from memhub.meta.quotas import Quotas
 from memhub.meta.services import MetaServices
+from memhub.pipeline.generation_log import GenerationLogService
 from memhub.pipeline.service import PipelineService
 from memhub.runtime import pipeline_worker
 from memhub.settings import Settings
@@ -112,11 +114,19 @@ def create_app(
 
     plane = DataPlane(auth, memory, meta, settings.max_body_bytes, settings.strict_isolation)
     plane.mount(app, DATA_ROUTES)
+    prompts = MemoryPromptService(store.prompts)
+    generations = GenerationLogService(store.prompts)
+    v3_only = [*memory_prompt.routes(prompts), *generation_log.routes(generations)]
+    memory_prompt.mount(plane, app, v3_only)
+    app.state.memory_prompts = prompts
+    app.state.generation_log = generations
     management = MetaPlane(auth, meta, settings.max_body_bytes)
     management.mount(app, "/v3/meta", META_ROUTES, tag="meta")
     management.mount(app, "/v3/internal/meta", INTERNAL_ROUTES, tag="internal")
     management.mount(app, "/v3/knowledge", KNOWLEDGE_ROUTES, tag="knowledge")
-    models = [r.model for r in DATA_ROUTES] + [r.model for r in (*META_ROUTES, *INTERNAL_ROUTES, *KNOWLEDGE_ROUTES)]
+    models = [r.model for r in (*DATA_ROUTES, *v3_only)] + [
+        r.model for r in (*META_ROUTES, *INTERNAL_ROUTES, *KNOWLEDGE_ROUTES)
+    ]
     app.openapi = lambda: _openapi(app, models)  # type: ignore[method-assign]
     app.add_middleware(GatewayMiddleware, cors=cors)
     return app

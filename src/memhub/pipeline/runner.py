@@ -5,11 +5,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from memhub.ids import atomic_id
+from memhub.memory.core import PERSONA_PATH
+from memhub.memory.prompts import MemoryPromptService, prompt_ref
 from memhub.memory.services import MemoryServices
 from memhub.pipeline.config import PipelineConfig
+from memhub.pipeline.generation_log import GenerationLogService
+from memhub.pipeline.prompts import CustomPrompt
+from memhub.pipeline.quality import looks_like_prompt_injection
 from memhub.pipeline.scenes import SceneDraft
 from memhub.pipeline.stages import Stages
 from memhub.pipeline.types import Candidate, Neighbour, SourceMessage
@@ -17,6 +23,7 @@ from memhub.retrieval.tokenize import query_terms
 from memhub.scope import Isolation, MemoryScope, ProfileScope
 from memhub.store import AtomicFilter, MemoryStore, NewAtomic
 from memhub.store.pipeline import Job, L1Outcome, Revision
+from memhub.store.prompts import PromptLayer, ResolvedPrompt, TokenUsage
 from memhub.timeutil import now_ms
 
 log = logging.getLogger("memhub.pipeline")
@@ -38,23 +45,78 @@ def _profile_isolation(job: Job) -> Isolation:
     )
 
 
+@dataclass
+class Generation:
+    """What one job consumed and produced, for the generation log."""
+
+    inputs: list[tuple[str, str]] = field(default_factory=list)
+    outputs: list[tuple[str, str]] = field(default_factory=list)
+    prompt: ResolvedPrompt | None = None
+
+
 class PipelineRunner:
     """Executes jobs claimed by the worker."""
 
-    def __init__(self, store: MemoryStore, memory: MemoryServices, stages: Stages, config: PipelineConfig) -> None:
+    def __init__(
+        self,
+        store: MemoryStore,
+        memory: MemoryServices,
+        stages: Stages,
+        config: PipelineConfig,
+        prompts: MemoryPromptService | None = None,
+        generations: GenerationLogService | None = None,
+    ) -> None:
         self.store = store
         self.memory = memory
         self.stages = stages
         self.config = config
+        self.prompts = prompts
+        self.generations = generations
 
     def run(self, job: Job, owner: str) -> None:
         """Run one job to completion; raises on failure (the worker retries or dead-letters it)."""
-        if job.kind == "l1":
-            self._l1(job, owner)
-        elif job.kind == "l2":
-            self._l2(job, owner)
-        else:
-            self._l3(job, owner)
+        run = {"l1": self._l1, "l2": self._l2, "l3": self._l3}[job.kind]
+        generation = Generation()
+        started = time.monotonic()
+        try:
+            run(job, owner, generation)
+        except Exception as exc:
+            self._log(job, generation, started, error=f"{type(exc).__name__}: {exc}")
+            raise
+        self._log(job, generation, started)
+
+    def _custom(self, job: Job, layer: PromptLayer, generation: Generation) -> CustomPrompt | None:
+        """The team's or agent's custom strategy for this layer (spec §2.6), if any."""
+        if self.prompts is None:
+            return None
+        resolved = self.prompts.resolve(job.service_id, job.scope["team_id"], job.scope["agent_id"], layer)
+        if resolved.source == "system" or not resolved.prompt.strip():
+            return None
+        generation.prompt = resolved
+        return CustomPrompt(resolved.prompt, resolved.source, resolved.memory_prompt_id, resolved.version)
+
+    def _log(self, job: Job, generation: Generation, started: float, error: str | None = None) -> None:
+        if self.generations is None or (not generation.inputs and error is None):
+            return  # nothing was read: an empty batch is not a generation
+        usage = getattr(self.stages.extractor if job.kind == "l1" else None, "last_usage", None)
+        tokens = TokenUsage(usage.prompt_tokens, usage.completion_tokens) if usage else None
+        prompt = generation.prompt
+        try:
+            self.generations.record(
+                job.service_id,
+                job.kind,
+                "failed" if error else "succeeded",
+                scope=job.scope,
+                prompt=prompt_ref(prompt, prompt.prompt) if prompt else None,
+                input_refs=generation.inputs,
+                output_refs=generation.outputs,
+                model=self.stages.generator,
+                latency_ms=int((time.monotonic() - started) * 1000),
+                tokens=tokens,
+                error=error,
+            )
+        except Exception:  # the log is observability: it never fails the job it describes
+            log.exception("generation log of job %s not recorded", job.seq)
 
     # -- L1 ------------------------------------------------------------------------------------
     def _neighbours(self, scope: MemoryScope, candidate: Candidate) -> list[Neighbour]:
@@ -69,6 +131,9 @@ class PipelineRunner:
         skipped = 0
         for candidate, near, decision in zip(candidates, neighbours, decisions, strict=True):
             metadata = {**candidate.metadata, "generated_by": self.stages.generator}
+            # Whichever extractor wrote it, a memory that reads like an order to the agent is flagged, not obeyed.
+            if looks_like_prompt_injection(candidate.content):
+                metadata["injection_suspect"] = True
             known = {n.id for n in near}
             targets = tuple(t for t in decision.target_ids if t in known)  # never touch what was not offered
             if decision.action == "skip":
@@ -99,9 +164,10 @@ class PipelineRunner:
                         metadata=metadata,
                     )
                 )
-        return L1Outcome(new=new, revisions=revisions, skipped=skipped)
+        scenes = [c.scene_name for c in candidates if c.scene_name]
+        return L1Outcome(new=new, revisions=revisions, skipped=skipped, last_scene=scenes[-1] if scenes else None)
 
-    def _l1(self, job: Job, owner: str) -> None:
+    def _l1(self, job: Job, owner: str, generation: Generation) -> None:
         s = job.scope
         scope = MemoryScope(s["service_id"], s["team_id"], s["user_id"], s["agent_id"], s["task_id"])
         session_id = s["session_id"]
@@ -110,10 +176,13 @@ class PipelineRunner:
             self.store.pipeline.finish(job, owner, now_ms())
             return
         started = time.monotonic()
+        generation.inputs = [("l0", m.id) for _, m in batch.messages]
         candidates = self.stages.extractor.extract(
             [_source(m) for _, m in batch.messages],
             [_source(m) for m in batch.background],
+            previous_scene=batch.previous_scene,
             mode=self.config.mode,
+            custom_prompt=self._custom(job, "l1", generation),
         )
         stamp = now_ms()
         # An LLM call can be slow: keep the lease while deduplicating, so no other worker starts over.
@@ -123,6 +192,7 @@ class PipelineRunner:
         stored = self.store.pipeline.commit_l1(
             job, owner, scope, session_id, cursor, outcome, stamp, self.config.schedule, batch.has_more
         )
+        generation.outputs = [("l1", a.id) for a in stored]
         log.info(
             "L1 %s: %d messages -> %d new, %d revised, %d skipped in %.0f ms",
             job.target,
@@ -136,12 +206,16 @@ class PipelineRunner:
             self.memory.atomic.embedding.nudge()
 
     # -- L2 / L3 ---------------------------------------------------------------------------------
-    def _l2(self, job: Job, owner: str) -> None:
+    def _l2(self, job: Job, owner: str, generation: Generation) -> None:
         iso = _profile_isolation(job)
         profile = iso.profile
         memories = self.store.pipeline.profile_memories(profile, MAX_PROFILE_MEMORIES)
         existing = [(d.path, d.summary or "", d.content) for d in self.store.list_documents(profile, "scene")]
-        for draft in self.stages.scenes.scenes(memories, existing):
+        changed = self.store.pipeline.changed_memories(profile, MAX_PROFILE_MEMORIES)
+        generation.inputs = [("l1", m.id) for m in changed]
+        drafts = self.stages.scenes.scenes(memories, existing, self._custom(job, "l2", generation), changed)
+        generation.outputs = [("l2", d.path) for d in drafts if not d.deleted]
+        for draft in drafts:
             if draft.deleted:
                 self.memory.scenario.remove(iso, [draft.path], PIPELINE_REQUEST)
             else:
@@ -155,7 +229,7 @@ class PipelineRunner:
         else:
             self.memory.scenario.write(iso, draft.path, content, draft.summary, PIPELINE_REQUEST)
 
-    def _l3(self, job: Job, owner: str) -> None:
+    def _l3(self, job: Job, owner: str, generation: Generation) -> None:
         iso = _profile_isolation(job)
         profile: ProfileScope = iso.profile
         memories = self.store.pipeline.profile_memories(profile, MAX_PROFILE_MEMORIES)
@@ -163,7 +237,10 @@ class PipelineRunner:
             SceneDraft(d.path, d.summary or "", d.content, 0, ()) for d in self.store.list_documents(profile, "scene")
         ]
         current = self.memory.core.read(iso).document
-        text = self.stages.persona.persona(current.content if current else None, memories, scenes)
+        generation.inputs = [("l2", s.path) for s in scenes] + [("l1", m.id) for m in memories]
+        custom = self._custom(job, "l3", generation)
+        text = self.stages.persona.persona(current.content if current else None, memories, scenes, custom)
         if text.strip():
             self.memory.core.write(iso, text, PIPELINE_REQUEST)
+            generation.outputs = [("l3", PERSONA_PATH)]
         self.store.pipeline.after_l3(job, owner, profile, now_ms())

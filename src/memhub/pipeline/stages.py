@@ -8,6 +8,7 @@ from typing import Protocol
 
 from memhub.memory.scene_format import parse_heat, split_scene
 from memhub.pipeline.persona import build_persona
+from memhub.pipeline.prompts import CustomPrompt
 from memhub.pipeline.scenes import SceneDraft, build_scenes
 from memhub.pipeline.types import Deduplicator, Extractor, PromptMode
 from memhub.store import AtomicRecord
@@ -19,14 +20,27 @@ LLM_SCENE_MEMORIES = 40
 class SceneWriter(Protocol):
     """Turns a profile's memories into scene drafts (deterministic, or planned by an LLM)."""
 
-    def scenes(self, memories: Sequence[AtomicRecord], existing: Sequence[tuple[str, str, str]]) -> list[SceneDraft]:
-        """Drafts to write or delete; `existing` is (path, summary, content) of the current scene files."""
+    def scenes(
+        self,
+        memories: Sequence[AtomicRecord],
+        existing: Sequence[tuple[str, str, str]],
+        custom: CustomPrompt | None = None,
+        changed: Sequence[AtomicRecord] = (),
+    ) -> list[SceneDraft]:
+        """Drafts to write or delete; `existing` is (path, summary, content) of the current scene files and
+        `changed` the memories new or changed since the last run (a subset of `memories`)."""
 
 
 class PersonaWriter(Protocol):
     """Writes the persona from memories and scenes."""
 
-    def persona(self, current: str | None, memories: Sequence[AtomicRecord], scenes: Sequence[SceneDraft]) -> str:
+    def persona(
+        self,
+        current: str | None,
+        memories: Sequence[AtomicRecord],
+        scenes: Sequence[SceneDraft],
+        custom: CustomPrompt | None = None,
+    ) -> str:
         """The new persona text."""
 
 
@@ -47,7 +61,13 @@ class RuleScenes:
 
     max_scenes: int
 
-    def scenes(self, memories: Sequence[AtomicRecord], existing: Sequence[tuple[str, str, str]]) -> list[SceneDraft]:
+    def scenes(
+        self,
+        memories: Sequence[AtomicRecord],
+        existing: Sequence[tuple[str, str, str]],
+        custom: CustomPrompt | None = None,
+        changed: Sequence[AtomicRecord] = (),
+    ) -> list[SceneDraft]:
         return build_scenes(memories, self.max_scenes)
 
 
@@ -57,7 +77,13 @@ class RulePersona:
 
     mode: PromptMode = "chat"
 
-    def persona(self, current: str | None, memories: Sequence[AtomicRecord], scenes: Sequence[SceneDraft]) -> str:
+    def persona(
+        self,
+        current: str | None,
+        memories: Sequence[AtomicRecord],
+        scenes: Sequence[SceneDraft],
+        custom: CustomPrompt | None = None,
+    ) -> str:
         return build_persona(memories, self.mode)
 
 
@@ -68,12 +94,21 @@ class LLMScenes:
     writer: object  # memhub.pipeline.llm_stages.LLMSceneWriter
     max_scenes: int
 
-    def scenes(self, memories: Sequence[AtomicRecord], existing: Sequence[tuple[str, str, str]]) -> list[SceneDraft]:
-        recent = sorted(memories, key=lambda m: m.updated_ms, reverse=True)[:LLM_SCENE_MEMORIES]
+    def scenes(
+        self,
+        memories: Sequence[AtomicRecord],
+        existing: Sequence[tuple[str, str, str]],
+        custom: CustomPrompt | None = None,
+        changed: Sequence[AtomicRecord] = (),
+    ) -> list[SceneDraft]:
+        # Spec §3.5: the model integrates what changed since its last run; nothing changed, nothing to do.
+        recent = list(changed)[-LLM_SCENE_MEMORIES:]
+        if not recent:
+            return []
         heats = {path: parse_heat(split_scene(content)[0].get("heat"), 1) for path, _, content in existing}
         current = [(path, summary, heats[path], split_scene(content)[1]) for path, summary, content in existing]
         drafts: list[SceneDraft] = []
-        for op in self.writer.plan(recent, current, self.max_scenes):  # type: ignore[attr-defined]
+        for op in self.writer.plan(recent, current, self.max_scenes, custom_prompt=custom):  # type: ignore[attr-defined]
             if op.action == "delete":
                 drafts.append(SceneDraft(op.filename, "", "", 0, (), deleted=True))
                 continue
@@ -91,6 +126,12 @@ class LLMPersona:
     writer: object  # memhub.pipeline.llm_stages.LLMPersonaWriter
     mode: PromptMode = "chat"
 
-    def persona(self, current: str | None, memories: Sequence[AtomicRecord], scenes: Sequence[SceneDraft]) -> str:
+    def persona(
+        self,
+        current: str | None,
+        memories: Sequence[AtomicRecord],
+        scenes: Sequence[SceneDraft],
+        custom: CustomPrompt | None = None,
+    ) -> str:
         files = [(s.path, s.summary, split_scene(s.body)[1]) for s in scenes]
-        return self.writer.write(current, files, self.mode)  # type: ignore[attr-defined]
+        return self.writer.write(current, files, self.mode, custom_prompt=custom)  # type: ignore[attr-defined]

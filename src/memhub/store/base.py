@@ -11,6 +11,7 @@ from memhub.retrieval.tokenize import QueryTerms
 from memhub.scope import MemoryScope, ProfileScope
 from memhub.store.meta import MetaStore
 from memhub.store.pipeline import PipelineStore
+from memhub.store.prompts import PromptStore
 from memhub.store.records import (
     AtomicFilter,
     AtomicRecord,
@@ -205,6 +206,11 @@ class MemoryStore(ABC):
     @abstractmethod
     def pipeline(self) -> PipelineStore:
         """Durable pipeline jobs and the extraction progress of every session and profile."""
+
+    @property
+    @abstractmethod
+    def prompts(self) -> PromptStore:
+        """Custom memory prompts, their settings and setting log, and the memory generation log."""
 
     # -- lifecycle ---------------------------------------------------------------------------
     @abstractmethod

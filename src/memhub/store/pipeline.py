@@ -56,6 +56,7 @@ class L1Batch:
     messages: list[tuple[int, MessageRecord]]  # (L0 rowid, message), oldest first
     background: list[MessageRecord]
     has_more: bool
+    previous_scene: str | None = None  # the scene the session's last batch ended in
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,7 @@ class L1Outcome:
     new: Sequence[NewAtomic] = ()
     revisions: Sequence[Revision] = ()
     skipped: int = 0
+    last_scene: str | None = None  # where the batch ended, offered to the session's next extraction
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +167,10 @@ class PipelineStore(ABC):
     @abstractmethod
     def profile_memories(self, profile: ProfileScope, limit: int) -> list[AtomicRecord]:
         """The profile's current memories (every user and task of the agent), most important first."""
+
+    @abstractmethod
+    def changed_memories(self, profile: ProfileScope, limit: int) -> list[AtomicRecord]:
+        """The profile's memories new or changed since its last L2 run (all of them before the first), oldest first."""
 
     @abstractmethod
     def after_l2(self, job: Job, owner: str, profile: ProfileScope, now_ms: int, persona_every: int) -> bool:

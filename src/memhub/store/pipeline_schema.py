@@ -43,6 +43,7 @@ PIPELINE_TABLES = """
         last_message_ms  INTEGER NOT NULL,
         flush            INTEGER NOT NULL DEFAULT 0,
         last_l1_ms       INTEGER,
+        last_scene       TEXT,
         PRIMARY KEY (scope_key, session_id)
     ) WITHOUT ROWID;
     CREATE INDEX pipeline_sessions_waiting ON pipeline_sessions (last_message_ms) WHERE last_rowid > l1_cursor;

@@ -20,6 +20,7 @@ from memhub.scope import MemoryScope, ProfileScope
 from memhub.store.base import MemoryStore
 from memhub.store.meta import MetaStore
 from memhub.store.pipeline import PipelineStore
+from memhub.store.prompts import PromptStore
 from memhub.store.records import (
     AtomicFilter,
     AtomicRecord,
@@ -45,6 +46,7 @@ from memhub.store.sqlite_context import (
 from memhub.store.sqlite_fts import CONTEXT, GRAMS, WORDS, FtsIndex, owner_prefix, qualify, rank_to_score
 from memhub.store.sqlite_meta import SQLiteMetaStore
 from memhub.store.sqlite_pipeline import SQLitePipelineStore, note_session_activity
+from memhub.store.sqlite_prompts import SQLitePromptStore
 from memhub.store.sqlite_schema import MIGRATIONS
 from memhub.store.sqlite_vectors import ScopeVectors
 from memhub.timeutil import now_ms
@@ -95,6 +97,7 @@ class SQLiteStore(MemoryStore):
         self._migrate()
         self._meta = SQLiteMetaStore(self._reader, self._write)
         self._pipeline = SQLitePipelineStore(self)
+        self._prompts = SQLitePromptStore(self)
         self._model = self.embedding_model()
         self._set_dim(self._model.dim if self._model else 0)
 
@@ -174,6 +177,10 @@ class SQLiteStore(MemoryStore):
     @property
     def pipeline(self) -> PipelineStore:
         return self._pipeline
+
+    @property
+    def prompts(self) -> PromptStore:
+        return self._prompts
 
     def close(self) -> None:
         for vectors in self._vectors.values():

@@ -150,8 +150,14 @@ class SQLitePipelineStore(PipelineStore):
             marked = con.execute(f"UPDATE pipeline_sessions SET flush = 1 WHERE {where}", params).rowcount
             profile = _profile_scope_of(_scope_dict(scope))
             con.execute(
-                "UPDATE pipeline_profiles SET persona_requested = 1, l2_due_ms = COALESCE(l2_due_ms, 0) "
-                "WHERE profile_key = ?",
+                "INSERT INTO pipeline_profiles (profile_key, service_id, team_id, agent_id) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (profile_key) DO NOTHING",
+                (profile.key, profile.service_id, profile.team_id, profile.agent_id),
+            )
+            # Flushed: pending scene work runs now, and so does the L2 after the flushed L1 (see _due_l2).
+            con.execute(
+                "UPDATE pipeline_profiles SET persona_requested = 1, "
+                "l2_due_ms = CASE WHEN l2_due_ms IS NULL THEN NULL ELSE 0 END WHERE profile_key = ?",
                 (profile.key,),
             )
         return marked
@@ -272,7 +278,7 @@ class SQLitePipelineStore(PipelineStore):
         con.execute("BEGIN")
         try:
             state = con.execute(
-                "SELECT l1_cursor FROM pipeline_sessions WHERE scope_key = ? AND session_id = ?",
+                "SELECT l1_cursor, last_scene FROM pipeline_sessions WHERE scope_key = ? AND session_id = ?",
                 (scope.key, session_id),
             ).fetchone()
             cursor = state["l1_cursor"] if state else 0
@@ -293,6 +299,7 @@ class SQLitePipelineStore(PipelineStore):
             messages=[(r["rowid"], message(r)) for r in rows[:size]],
             background=[message(r) for r in reversed(older)],
             has_more=len(rows) > size,
+            previous_scene=state["last_scene"] if state else None,
         )
 
     def _revise(self, con: sqlite3.Connection, scope: MemoryScope, rev: Revision, now_ms: int) -> None:
@@ -360,9 +367,9 @@ class SQLitePipelineStore(PipelineStore):
                     pass
             stored = self.store._insert_atomic(con, scope, new)
             con.execute(
-                "UPDATE pipeline_sessions SET l1_cursor = MAX(l1_cursor, ?), last_l1_ms = ? "
-                "WHERE scope_key = ? AND session_id = ?",
-                (cursor, now_ms, scope.key, session_id),
+                "UPDATE pipeline_sessions SET l1_cursor = MAX(l1_cursor, ?), last_l1_ms = ?, "
+                "last_scene = COALESCE(?, last_scene) WHERE scope_key = ? AND session_id = ?",
+                (cursor, now_ms, outcome.last_scene, scope.key, session_id),
             )
             self._done(con, job, now_ms)
             if more:
@@ -385,10 +392,13 @@ class SQLitePipelineStore(PipelineStore):
             (profile.key, profile.service_id, profile.team_id, profile.agent_id),
         )
         row = con.execute("SELECT * FROM pipeline_profiles WHERE profile_key = ?", (profile.key,)).fetchone()
-        # L2 a little after L1 (so one L2 covers a burst of batches), never sooner than the minimum interval.
+        # L2 a little after L1 (so one L2 covers a burst of batches), never sooner than the minimum
+        # interval, unless a flush asked for scenes and persona now.
         due = now_ms + schedule.l2_delay_ms
         if row["last_l2_ms"] is not None:
             due = max(due, row["last_l2_ms"] + schedule.l2_min_interval_ms)
+        if row["persona_requested"]:
+            due = now_ms
         if row["l2_due_ms"] is not None:
             due = min(due, row["l2_due_ms"])
         con.execute(
@@ -404,6 +414,18 @@ class SQLitePipelineStore(PipelineStore):
             "AND (team_id = ? OR (team_id = 'default' AND user_id = ?)) "
             "ORDER BY (priority = -1) DESC, priority DESC, updated_ms DESC LIMIT ?",
             (profile.service_id, profile.agent_id, profile.team_id, profile.team_id, limit),
+        )
+        return [self.store._atomic(r) for r in rows]
+
+    def changed_memories(self, profile: ProfileScope, limit: int) -> list[AtomicRecord]:
+        con = self.store._reader()
+        row = con.execute("SELECT last_l2_ms FROM pipeline_profiles WHERE profile_key = ?", (profile.key,)).fetchone()
+        since = row["last_l2_ms"] if row is not None and row["last_l2_ms"] is not None else -1
+        rows = con.execute(
+            "SELECT * FROM l1_atomic WHERE service_id = ? AND agent_id = ? "
+            "AND (team_id = ? OR (team_id = 'default' AND user_id = ?)) AND updated_ms > ? "
+            "ORDER BY updated_ms, rowid LIMIT ?",
+            (profile.service_id, profile.agent_id, profile.team_id, profile.team_id, since, limit),
         )
         return [self.store._atomic(r) for r in rows]
 
