@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 
 from memhub.pipeline.types import PipelineError
+from memhub.provider_http import error_detail, redact, retry_after
 
 __all__ = ["ChatClient", "ChatResult", "LLMConfig", "LLMError"]
 
@@ -34,7 +35,6 @@ log = logging.getLogger("memhub.llm")
 
 _MIN_ATTEMPT_S = 0.05  # do not start an attempt that could not possibly finish
 _MAX_RESPONSE_BYTES = 16 * 1024 * 1024  # a runaway provider must not exhaust memory
-_SNIPPET_CHARS = 200
 
 
 class LLMError(PipelineError):
@@ -252,7 +252,7 @@ class ChatClient:
         detail = self._error_detail(content)
         message = f"HTTP {status}" + (f": {detail}" if detail else "")
         if status in (408, 429) or status >= 500:
-            raise _Retryable(message, status, _retry_after(headers.get("retry-after")))
+            raise _Retryable(message, status, retry_after(headers.get("retry-after")))
         if status == 400 and "response_format" in content.decode("utf-8", "replace").lower():
             raise _NoResponseFormat()
         if status in (401, 403):
@@ -296,23 +296,10 @@ class ChatClient:
         return text, model, (_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))), finish
 
     def _error_detail(self, content: bytes) -> str:
-        """A short, key-free excerpt of a provider's error body (OpenAI style {"error": {"message": ...}})."""
-        text = content[: 4 * _SNIPPET_CHARS].decode("utf-8", "replace")
-        try:
-            doc = json.loads(content)
-        except (ValueError, UnicodeDecodeError):
-            doc = None
-        if isinstance(doc, dict):
-            error = doc.get("error")
-            if isinstance(error, dict) and isinstance(error.get("message"), str):
-                text = error["message"]
-            elif isinstance(error, str):
-                text = error
-        text = " ".join(self._redact(text).split())
-        return text[:_SNIPPET_CHARS] + ("..." if len(text) > _SNIPPET_CHARS else "")
+        return error_detail(content, self._api_key)
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
+        return redact(text, self._api_key)
 
 
 def _message_text(content: Any) -> str:
@@ -327,14 +314,3 @@ def _message_text(content: Any) -> str:
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Retry-After in seconds; the HTTP-date form is ignored (the backoff applies)."""
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return seconds if seconds >= 0 else None

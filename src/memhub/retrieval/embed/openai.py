@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from memhub.provider_http import error_detail, redact, retry_after
 from memhub.retrieval.embed.base import (
     Embedder,
     EmbeddingConfig,
@@ -49,7 +50,6 @@ _RETRIES = 2  # retries after the first attempt, for connection errors, 429 and 
 _BACKOFF_S = (0.1, 0.4)  # sleep before retry 1 and 2 (capped by the time left)
 _MIN_ATTEMPT_S = 0.05  # do not start an attempt that could not possibly finish
 _MAX_RESPONSE_BYTES = 256 * 1024 * 1024  # a runaway provider must not exhaust memory
-_SNIPPET_CHARS = 200
 
 
 class _Retryable(Exception):
@@ -194,7 +194,7 @@ class OpenAIEmbedder(Embedder):
         detail = self._error_detail(content)
         message = f"HTTP {status}" + (f": {detail}" if detail else "")
         if status == 429 or status >= 500:
-            raise _Retryable(message, _retry_after(headers.get("retry-after")))
+            raise _Retryable(message, retry_after(headers.get("retry-after")))
         raise EmbeddingError(f"{self._source} returned {message}")
 
     def _read_body(self, response: httpx.Response, deadline: float) -> bytes:
@@ -265,31 +265,7 @@ class OpenAIEmbedder(Embedder):
             return self._dim
 
     def _error_detail(self, content: bytes) -> str:
-        """A short, key-free excerpt of a provider's error body (OpenAI style {"error": {"message": ...}})."""
-        text = content[: 4 * _SNIPPET_CHARS].decode("utf-8", "replace")
-        try:
-            doc = json.loads(content)
-        except (ValueError, UnicodeDecodeError):
-            doc = None
-        if isinstance(doc, dict):
-            error = doc.get("error")
-            if isinstance(error, dict) and isinstance(error.get("message"), str):
-                text = error["message"]
-            elif isinstance(error, str):
-                text = error
-        text = " ".join(self._redact(text).split())
-        return text[:_SNIPPET_CHARS] + ("..." if len(text) > _SNIPPET_CHARS else "")
+        return error_detail(content, self._api_key)
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Retry-After in seconds; the HTTP-date form is ignored (the backoff applies)."""
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return seconds if seconds >= 0 else None
+        return redact(text, self._api_key)
