@@ -15,11 +15,8 @@ from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
-import Stemmer
-
 from memhub.pipeline.offline_dates import message_date
 from memhub.pipeline.offline_rules import (
-    CJK,
     CJK_CHAR,
     CODE_ARTIFACT,
     CODE_FACT,
@@ -42,6 +39,7 @@ from memhub.pipeline.offline_rules_en import DATED_EVENT_EN, FILLERS_EN, QUESTIO
 from memhub.pipeline.offline_rules_zh import DATED_EVENT_ZH, FILLERS_ZH, QUESTION_ZH, RULES_ZH, third_person
 from memhub.pipeline.quality import looks_like_prompt_injection, sanitize, should_extract
 from memhub.pipeline.types import Candidate, Decision, Neighbour, PromptMode, SourceMessage
+from memhub.retrieval.tokenize import CJK_RUN, STEMMER, WORD
 
 MAX_CANDIDATES = 20  # spec §3.3 `maxMemoriesPerSession` default
 MAX_SCENE_NAME = 50
@@ -224,9 +222,6 @@ class OfflineExtractor:
 SKIP_OVERLAP = 0.8
 UPDATE_OVERLAP = 0.5
 
-_stemmer = Stemmer.Stemmer("english")
-_WORD = re.compile(r"[^\W_]+")
-_CJK_RUN = re.compile(f"[{CJK}]+")
 _ANNOTATION = re.compile(r"\s*[(（][^()（）]*[)）]")
 _PUNCT = re.compile(r"[^\w\s]+")
 # Words every memory shares; negations are not here: "likes tea" and "does not like tea" differ.
@@ -247,10 +242,10 @@ def _normalise(text: str) -> str:
 def _tokens(text: str) -> frozenset[str]:
     text = _ANNOTATION.sub("", unicodedata.normalize("NFKC", text)).lower().replace("用户", " ")
     grams: list[str] = []
-    for run in _CJK_RUN.findall(text):
+    for run in CJK_RUN.findall(text):
         grams.extend([run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)])
-    words = [w for w in _WORD.findall(_CJK_RUN.sub(" ", text)) if w not in _STOP]
-    return frozenset(_stemmer.stemWords(words)) | frozenset(grams)
+    words = [w for w in WORD.findall(CJK_RUN.sub(" ", text)) if w not in _STOP]
+    return frozenset(STEMMER.stemWords(words)) | frozenset(grams)
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:

@@ -22,11 +22,11 @@ from functools import cache
 import Stemmer
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
-_CJK_RUN = re.compile(f"[{_CJK}]+")
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+CJK_RUN = re.compile(f"[{_CJK}]+")
+WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 # Words that match most English documents; dropping them from queries keeps BM25 fast and sharp.
-_STOPWORDS = frozenset(
+STOPWORDS = frozenset(
     [
         "a",
         "an",
@@ -96,7 +96,7 @@ _STOPWORDS = frozenset(
 )
 
 MAX_QUERY_TERMS = 48
-_stemmer = Stemmer.Stemmer("english")
+STEMMER = Stemmer.Stemmer("english")
 
 
 @cache
@@ -121,7 +121,7 @@ def warm_up() -> None:
 
 def cjk_words(run: str) -> list[str]:
     """jieba search-mode segmentation of one CJK run (word characters only)."""
-    return [w for w in (t.strip() for t in _segmenter()(run)) if w and _WORD.fullmatch(w)]
+    return [w for w in (t.strip() for t in _segmenter()(run)) if w and WORD.fullmatch(w)]
 
 
 def cjk_bigrams(run: str) -> list[str]:
@@ -131,7 +131,7 @@ def cjk_bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
-def _fold(word: str) -> str:
+def fold(word: str) -> str:
     word = word.lower()
     if word.isascii():
         return word
@@ -140,10 +140,10 @@ def _fold(word: str) -> str:
 
 
 def _latin_terms(text: str, *, drop_stopwords: bool) -> list[str]:
-    words = [_fold(w) for w in _WORD.findall(text)]
+    words = [fold(w) for w in WORD.findall(text)]
     if drop_stopwords:
-        words = [w for w in words if w not in _STOPWORDS]
-    return _stemmer.stemWords(words)
+        words = [w for w in words if w not in STOPWORDS]
+    return STEMMER.stemWords(words)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +170,7 @@ def _split(text: str, *, drop_stopwords: bool) -> tuple[list[str], list[str]]:
     words: list[str] = []
     grams: list[str] = []
     pos = 0
-    for match in _CJK_RUN.finditer(text):
+    for match in CJK_RUN.finditer(text):
         words.extend(_latin_terms(text[pos : match.start()], drop_stopwords=drop_stopwords))
         run = match.group(0)
         words.extend(cjk_words(run))
