@@ -202,3 +202,33 @@ def reembed(
 
 if __name__ == "__main__":  # pragma: no cover
     app()
+
+
+wiki_app = typer.Typer(help="Team wiki tools.", no_args_is_help=True)
+app.add_typer(wiki_app, name="wiki")
+
+
+@wiki_app.command("index")
+def wiki_index(
+    root: Annotated[Path, typer.Argument(help="The wiki's root folder (themes are its top-level folders)")],
+    check: Annotated[bool, typer.Option(help="Only validate the existing index.json files")] = False,
+) -> None:
+    """Generate the two-layer index (index.json files) from front matter and headings, or check it."""
+    from memhub.knowledge.wiki.index import IndexInvalid, validate_index, write_index
+
+    if not root.is_dir():
+        typer.echo(f"error: {root} is not a directory", err=True)
+        raise typer.Exit(2)
+    try:
+        if check:
+            _, issues = validate_index(root)
+            if issues:
+                raise IndexInvalid(issues)
+            typer.echo(f"{root}: index is valid")
+            return
+        for path in write_index(root):
+            typer.echo(f"wrote {path}")
+    except IndexInvalid as exc:
+        for issue in exc.issues:
+            typer.echo(str(issue), err=True)
+        raise typer.Exit(1) from None
