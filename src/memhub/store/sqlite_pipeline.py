@@ -26,7 +26,15 @@ from memhub.store.sqlite_fts import owner_prefix, qualify
 if TYPE_CHECKING:
     from memhub.store.sqlite import SQLiteStore
 
-OPEN = ("pending", "running")
+_DUE_SESSIONS = (
+    "SELECT * FROM pipeline_sessions WHERE last_rowid > l1_cursor "
+    "AND (pending_rounds >= MAX(MIN(threshold, ?), ?) OR flush = 1 OR last_message_ms <= ?) LIMIT ?"
+)
+_DUE_PROFILES = "SELECT * FROM pipeline_profiles WHERE l2_due_ms IS NOT NULL AND l2_due_ms <= ? LIMIT ?"
+_DUE_JOBS = (
+    "SELECT seq FROM pipeline_jobs WHERE (state = 'pending' AND run_after_ms <= ?) "
+    "OR (state = 'running' AND lease_expires_ms <= ?) ORDER BY run_after_ms, seq LIMIT ?"
+)
 
 
 def session_target(scope_key: str, session_id: str) -> str:
@@ -104,15 +112,19 @@ class SQLitePipelineStore(PipelineStore):
             return self._insert_job(con, service_id, kind, target, scope, run_after_ms)
 
     def schedule(self, now_ms: int, schedule: Schedule, limit: int = 100) -> int:
+        # Without warm-up every session waits for N rounds; with it, for its current threshold (≤ N).
+        first = schedule.every_n_rounds if not schedule.warmup else 1
+        sessions = (schedule.every_n_rounds, first, now_ms - schedule.idle_ms)
+        # Every worker polls twice a second: look before taking the write lock, which ingest needs.
+        reader = self.store._reader()
+        if not (
+            reader.execute(_DUE_SESSIONS, (*sessions, 1)).fetchone()
+            or reader.execute(_DUE_PROFILES, (now_ms, 1)).fetchone()
+        ):
+            return 0
         opened = 0
         with self.store._write() as con:
-            # Without warm-up every session waits for N rounds; with it, for its current threshold (≤ N).
-            first = schedule.every_n_rounds if not schedule.warmup else 1
-            due = con.execute(
-                "SELECT * FROM pipeline_sessions WHERE last_rowid > l1_cursor "
-                "AND (pending_rounds >= MAX(MIN(threshold, ?), ?) OR flush = 1 OR last_message_ms <= ?) LIMIT ?",
-                (schedule.every_n_rounds, first, now_ms - schedule.idle_ms, limit),
-            ).fetchall()
+            due = con.execute(_DUE_SESSIONS, (*sessions, limit)).fetchall()
             for row in due:
                 scope = {k: row[k] for k in ("service_id", "team_id", "user_id", "agent_id", "task_id", "session_id")}
                 target = session_target(row["scope_key"], row["session_id"])
@@ -129,10 +141,7 @@ class SQLitePipelineStore(PipelineStore):
                         "WHERE scope_key = ? AND session_id = ?",
                         (max(nxt, 1), row["scope_key"], row["session_id"]),
                     )
-            for row in con.execute(
-                "SELECT * FROM pipeline_profiles WHERE l2_due_ms IS NOT NULL AND l2_due_ms <= ? LIMIT ?",
-                (now_ms, limit),
-            ).fetchall():
+            for row in con.execute(_DUE_PROFILES, (now_ms, limit)).fetchall():
                 scope = {"service_id": row["service_id"], "team_id": row["team_id"], "agent_id": row["agent_id"]}
                 if self._insert_job(con, row["service_id"], "l2", row["profile_key"], scope, now_ms):
                     opened += 1
@@ -164,12 +173,10 @@ class SQLitePipelineStore(PipelineStore):
 
     # -- jobs ----------------------------------------------------------------------------------
     def claim(self, owner: str, now_ms: int, lease_ms: int, limit: int) -> list[Job]:
+        if not self.store._reader().execute(_DUE_JOBS, (now_ms, now_ms, 1)).fetchone():
+            return []  # nothing due: no write lock taken (see schedule)
         with self.store._write() as con:
-            rows = con.execute(
-                "SELECT seq FROM pipeline_jobs WHERE (state = 'pending' AND run_after_ms <= ?) "
-                "OR (state = 'running' AND lease_expires_ms <= ?) ORDER BY run_after_ms, seq LIMIT ?",
-                (now_ms, now_ms, limit),
-            ).fetchall()
+            rows = con.execute(_DUE_JOBS, (now_ms, now_ms, limit)).fetchall()
             claimed = []
             for (seq,) in rows:
                 con.execute(
