@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
+
+import httpx
 
 SNIPPET_CHARS = 200
 
@@ -38,3 +41,65 @@ def retry_after(value: str | None) -> float | None:
     except ValueError:
         return None
     return seconds if seconds >= 0 else None
+
+
+class ProviderTimeout(Exception):
+    """No complete answer in time (`kind`: the httpx exception's name)."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+class ProviderUnreachable(Exception):
+    """Refused, reset, closed without a response, DNS …; `detail` may hold the URL (redact it)."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+class ProviderBroken(Exception):
+    """The request could not be made at all (a closed client, a malformed request): retrying will not help."""
+
+
+class ResponseTooLarge(ProviderBroken):
+    """A runaway provider: the body passed the size limit."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"response larger than {limit} bytes")
+
+
+def post_json(
+    client: httpx.Client, url: str, payload: bytes, *, timeout_s: float, deadline: float, max_bytes: int
+) -> tuple[int, bytes, httpx.Headers]:
+    """POST a JSON body and read the whole answer by `deadline` (monotonic): (status, body, headers)."""
+    try:
+        with client.stream(
+            "POST", url, content=payload, headers={"Content-Type": "application/json"}, timeout=httpx.Timeout(timeout_s)
+        ) as response:
+            content = _read_body(response, deadline, max_bytes)
+            return response.status_code, content, response.headers
+    except httpx.TimeoutException as exc:
+        raise ProviderTimeout(type(exc).__name__) from None
+    except httpx.TransportError as exc:
+        raise ProviderUnreachable(type(exc).__name__, str(exc)) from None
+    except httpx.HTTPError as exc:
+        raise ProviderBroken(f"request failed ({type(exc).__name__})") from None
+    except RuntimeError as exc:  # httpx: "Cannot send a request, as the client has been closed."
+        raise ProviderBroken(str(exc)) from None
+
+
+def _read_body(response: httpx.Response, deadline: float, max_bytes: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > max_bytes:
+            raise ResponseTooLarge(max_bytes)
+        chunks.append(chunk)
+        if time.monotonic() > deadline:
+            # httpx timeouts are per socket operation; this check bounds the whole body.
+            raise httpx.ReadTimeout("response body not complete by the deadline")
+    return b"".join(chunks)

@@ -27,7 +27,15 @@ from typing import Any
 import httpx
 
 from memhub.pipeline.types import PipelineError
-from memhub.provider_http import error_detail, redact, retry_after
+from memhub.provider_http import (
+    ProviderBroken,
+    ProviderTimeout,
+    ProviderUnreachable,
+    error_detail,
+    post_json,
+    redact,
+    retry_after,
+)
 
 __all__ = ["ChatClient", "ChatResult", "LLMConfig", "LLMError"]
 
@@ -228,23 +236,19 @@ class ChatClient:
             raise _Retryable("no time left within the call's budget")
         attempt_deadline = time.monotonic() + remaining
         try:
-            with self._client.stream(
-                "POST",
+            status, content, headers = post_json(
+                self._client,
                 self._url,
-                content=payload,
-                headers={"Content-Type": "application/json"},
-                timeout=httpx.Timeout(remaining),
-            ) as response:
-                content = self._read_body(response, attempt_deadline)
-                status = response.status_code
-                headers = response.headers
-        except httpx.TimeoutException as exc:
-            raise _Retryable(f"timed out after {remaining:.2f}s ({type(exc).__name__})") from None
-        except httpx.TransportError as exc:  # refused, reset, closed without a response, DNS ...
-            raise _Retryable(f"connection failed ({type(exc).__name__}: {self._redact(str(exc))})") from None
-        except httpx.HTTPError as exc:
-            raise LLMError(f"{self._source}: request failed ({type(exc).__name__})", retryable=False) from None
-        except RuntimeError as exc:  # httpx: "Cannot send a request, as the client has been closed."
+                payload,
+                timeout_s=remaining,
+                deadline=attempt_deadline,
+                max_bytes=_MAX_RESPONSE_BYTES,
+            )
+        except ProviderTimeout as exc:
+            raise _Retryable(f"timed out after {remaining:.2f}s ({exc.kind})") from None
+        except ProviderUnreachable as exc:
+            raise _Retryable(f"connection failed ({exc.kind}: {self._redact(exc.detail)})") from None
+        except ProviderBroken as exc:
             raise LLMError(f"{self._source}: {self._redact(str(exc))}", retryable=False) from None
 
         if 200 <= status < 300:
@@ -258,19 +262,6 @@ class ChatClient:
         if status in (401, 403):
             message += " (check the LLM API key)"
         raise LLMError(f"{self._source} returned {message}", retryable=False, status=status)
-
-    def _read_body(self, response: httpx.Response, deadline: float) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        for chunk in response.iter_bytes():
-            size += len(chunk)
-            if size > _MAX_RESPONSE_BYTES:
-                raise LLMError(f"{self._source}: response larger than {_MAX_RESPONSE_BYTES} bytes", retryable=False)
-            chunks.append(chunk)
-            if time.monotonic() > deadline:
-                # httpx timeouts are per socket operation; this check bounds the whole body.
-                raise httpx.ReadTimeout("response body not complete by the deadline")
-        return b"".join(chunks)
 
     def _parse(self, status: int, content: bytes) -> tuple[str, str | None, tuple[int, int], str | None]:
         """(text, model, (prompt_tokens, completion_tokens), finish_reason) of a 2xx body."""

@@ -31,7 +31,15 @@ from typing import Any
 import httpx
 import numpy as np
 
-from memhub.provider_http import error_detail, redact, retry_after
+from memhub.provider_http import (
+    ProviderBroken,
+    ProviderTimeout,
+    ProviderUnreachable,
+    error_detail,
+    post_json,
+    redact,
+    retry_after,
+)
 from memhub.retrieval.embed.base import (
     Embedder,
     EmbeddingConfig,
@@ -170,23 +178,19 @@ class OpenAIEmbedder(Embedder):
         if remaining <= 0:
             raise _Retryable(f"no time left within the {self._timeout_s:g}s timeout")
         try:
-            with self._client.stream(
-                "POST",
+            status, content, headers = post_json(
+                self._client,
                 self._url,
-                content=payload,
-                headers={"Content-Type": "application/json"},
-                timeout=httpx.Timeout(remaining),
-            ) as response:
-                content = self._read_body(response, deadline)
-                status = response.status_code
-                headers = response.headers
-        except httpx.TimeoutException as exc:
-            raise _Retryable(f"timed out after {self._timeout_s:g}s ({type(exc).__name__})") from None
-        except httpx.TransportError as exc:  # refused, reset, closed without a response, DNS ...
-            raise _Retryable(f"connection failed ({type(exc).__name__}: {self._redact(str(exc))})") from None
-        except httpx.HTTPError as exc:
-            raise EmbeddingError(f"{self._source}: request failed ({type(exc).__name__})") from None
-        except RuntimeError as exc:  # httpx: "Cannot send a request, as the client has been closed."
+                payload,
+                timeout_s=remaining,
+                deadline=deadline,
+                max_bytes=_MAX_RESPONSE_BYTES,
+            )
+        except ProviderTimeout as exc:
+            raise _Retryable(f"timed out after {self._timeout_s:g}s ({exc.kind})") from None
+        except ProviderUnreachable as exc:
+            raise _Retryable(f"connection failed ({exc.kind}: {self._redact(exc.detail)})") from None
+        except ProviderBroken as exc:
             raise EmbeddingError(f"{self._source}: {self._redact(str(exc))}") from None
 
         if 200 <= status < 300:
@@ -196,19 +200,6 @@ class OpenAIEmbedder(Embedder):
         if status == 429 or status >= 500:
             raise _Retryable(message, retry_after(headers.get("retry-after")))
         raise EmbeddingError(f"{self._source} returned {message}")
-
-    def _read_body(self, response: httpx.Response, deadline: float) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        for chunk in response.iter_bytes():
-            size += len(chunk)
-            if size > _MAX_RESPONSE_BYTES:
-                raise EmbeddingError(f"{self._source}: response larger than {_MAX_RESPONSE_BYTES} bytes")
-            chunks.append(chunk)
-            if time.monotonic() > deadline:
-                # httpx timeouts are per socket operation; this check bounds the whole body.
-                raise httpx.ReadTimeout("response body not complete by the deadline")
-        return b"".join(chunks)
 
     def _parse(self, status: int, content: bytes, n: int) -> np.ndarray:
         try:
