@@ -22,16 +22,13 @@ careless servers do). Every request is recorded in `requests`.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
-import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
+
+from tests.fake_server import LocalServer, TrackedHandler
 
 __all__ = ["FakeChat", "RecordedChat", "Reply"]
 
@@ -112,7 +109,7 @@ class RecordedChat:
 
 
 @dataclass
-class FakeChat:
+class FakeChat(LocalServer):
     """A running fake `/v1/chat/completions` server; attributes may be changed while it runs."""
 
     script: Reply | str | Script | None = None
@@ -121,62 +118,9 @@ class FakeChat:
     model: str = "fake-chat"
     requests: list[RecordedChat] = field(default_factory=list)
 
-    _server: ThreadingHTTPServer | None = field(default=None, init=False, repr=False)
-    _thread: threading.Thread | None = field(default=None, init=False, repr=False)
-    _stopping: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _queue: deque[Any] = field(default_factory=deque, init=False, repr=False)
-    _connections: set[socket.socket] = field(default_factory=set, init=False, repr=False)
-    _port: int = field(default=0, init=False, repr=False)
-
-    # -- lifecycle -----------------------------------------------------------------------------------------------
-
-    def start(self) -> FakeChat:
-        """Listen on 127.0.0.1 (a free port the first time, the same port after a stop)."""
-        if self._server is not None:
-            return self
-        self._stopping.clear()
-        handler = type("Handler", (_Handler,), {"fake": self})
-        server = ThreadingHTTPServer(("127.0.0.1", self._port), handler)
-        server.daemon_threads = True
-        self._port = server.server_address[1]
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="fake-chat", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop listening (later requests are refused); wakes up delayed replies."""
-        server, self._server = self._server, None
-        if server is None:
-            return
-        self._stopping.set()
-        server.shutdown()
-        server.server_close()
-        with self._lock:
-            connections = list(self._connections)
-        for conn in connections:  # keep-alive handler threads outlive the listener; cut them
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeChat:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # -- control and inspection ----------------------------------------------------------------------------------
-
-    @property
-    def base_url(self) -> str:
-        """`http://127.0.0.1:<port>/v1`."""
-        if not self._port:
-            raise RuntimeError("FakeChat is not started")
-        return f"http://127.0.0.1:{self._port}/v1"
 
     def push(self, *replies: Any) -> None:
         """Queue replies for the next requests, in order."""
@@ -216,24 +160,8 @@ class FakeChat:
         return Reply.json(item)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(TrackedHandler):
     fake: FakeChat
-    protocol_version = "HTTP/1.1"  # keep-alive, like real providers
-    disable_nagle_algorithm = True  # headers and body go out in two writes; Nagle would add ~40 ms to each
-
-    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
-        pass
-
-    def setup(self) -> None:
-        super().setup()
-        with self.fake._lock:
-            self.fake._connections.add(self.connection)
-
-    def finish(self) -> None:
-        with self.fake._lock:
-            self.fake._connections.discard(self.connection)
-        with contextlib.suppress(OSError):
-            super().finish()
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -313,3 +241,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client gave up (e.g. its timeout fired)
+
+
+FakeChat.handler = _Handler

@@ -32,20 +32,17 @@ dimensions a positive int) and answered 400 otherwise. If `api_key` is set, a re
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import json
 import re
-import socket
-import threading
 from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 
 import numpy as np
+
+from tests.fake_server import LocalServer, TrackedHandler
 
 __all__ = ["MODES", "FakeOpenAI", "RecordedRequest", "fake_vector"]
 
@@ -104,7 +101,7 @@ class RecordedRequest:
 
 
 @dataclass
-class FakeOpenAI:
+class FakeOpenAI(LocalServer):
     """A running fake `/v1/embeddings` server; all attributes may be changed while it runs."""
 
     default_dim: int = 64  # used when a request does not send "dimensions"
@@ -116,63 +113,9 @@ class FakeOpenAI:
     api_key: str | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
 
-    _server: ThreadingHTTPServer | None = field(default=None, init=False, repr=False)
-    _thread: threading.Thread | None = field(default=None, init=False, repr=False)
-    _stopping: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _one_shot: deque[str] = field(default_factory=deque, init=False, repr=False)
-    _connections: set[socket.socket] = field(default_factory=set, init=False, repr=False)
-    _port: int = field(default=0, init=False, repr=False)
-
-    # -- lifecycle -----------------------------------------------------------------------------------------------
-
-    def start(self) -> FakeOpenAI:
-        if self._server is not None:
-            return self
-        self._stopping.clear()
-        handler = type("Handler", (_Handler,), {"fake": self})
-        # Port 0 the first time; a restart reuses the same port so a client's base_url keeps working.
-        server = ThreadingHTTPServer(("127.0.0.1", self._port), handler)
-        server.daemon_threads = True
-        self._port = server.server_address[1]
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="fake-openai", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop listening (later requests get "connection refused"); wakes up requests stuck in "slow"."""
-        server, self._server = self._server, None
-        if server is None:
-            return
-        self._stopping.set()
-        server.shutdown()
-        server.server_close()
-        # Handler threads of keep-alive connections outlive the listener; cut them so a client's pooled
-        # connection cannot still reach a "stopped" server.
-        with self._lock:
-            connections = list(self._connections)
-        for conn in connections:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeOpenAI:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # -- control and inspection ----------------------------------------------------------------------------------
-
-    @property
-    def base_url(self) -> str:
-        if not self._port:
-            raise RuntimeError("FakeOpenAI is not started")
-        return f"http://127.0.0.1:{self._port}/v1"
 
     def fail_next(self, count: int, mode: str = "down") -> None:
         """The next `count` requests get `mode`; after them, `self.mode` applies again."""
@@ -212,23 +155,8 @@ class FakeOpenAI:
             return mode
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(TrackedHandler):
     fake: FakeOpenAI
-    protocol_version = "HTTP/1.1"  # keep-alive, like real providers, so clients reuse connections
-
-    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
-        pass
-
-    def setup(self) -> None:
-        super().setup()
-        with self.fake._lock:
-            self.fake._connections.add(self.connection)
-
-    def finish(self) -> None:
-        with self.fake._lock:
-            self.fake._connections.discard(self.connection)
-        with contextlib.suppress(OSError):  # the socket may already be cut by stop()
-            super().finish()
 
     def do_GET(self) -> None:
         self._drain()
@@ -349,3 +277,6 @@ def _validate(body: Any) -> str | None:
     if body.get("encoding_format", "float") not in ("float", "base64"):
         return "Invalid value for 'encoding_format'"
     return None
+
+
+FakeOpenAI.handler = _Handler
