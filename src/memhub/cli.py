@@ -115,6 +115,12 @@ def serve(
     insecure_no_auth: Annotated[
         bool, typer.Option("--insecure-no-auth", help="Run without the gateway key (any Bearer is accepted)")
     ] = False,
+    knowledge_only: Annotated[
+        bool,
+        typer.Option(
+            "--knowledge-only", help="Serve only the knowledge service (wiki, tools) on its own port [default 8421]"
+        ),
+    ] = False,
 ) -> None:
     """Run the gateway (creates the data dir and a gateway key on first start)."""
     import uvicorn
@@ -122,6 +128,8 @@ def serve(
     from memhub.api import create_app
 
     settings = _settings(host=host, port=port, data_dir=data_dir, insecure_no_auth=insecure_no_auth or None)
+    if knowledge_only and port is None:
+        settings = settings.model_copy(update={"port": settings.knowledge_port})
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     store = SQLiteStore(settings.data_dir, busy_timeout_ms=settings.db_busy_timeout_ms)
     key: GatewayKey | None = None
@@ -141,6 +149,10 @@ def serve(
     sys.stdout.flush()
     warm_up()
     _single_threaded_blas()
+    if knowledge_only:
+        api = create_app(settings, store, key, None, knowledge_only=True)
+        uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False)
+        return
     embedding = embedding_runtime(settings, store)
     if dimension_known_offline(settings):
         try:

@@ -131,12 +131,47 @@ class Settings(BaseSettings):
         4096, ge=16, le=200_000, validation_alias=_names("MEMHUB_LLM_MAX_TOKENS", "TDAI_LLM_MAX_TOKENS")
     )
 
-    @field_validator("cors_origins", mode="before")
+    # The knowledge service (wikis, /v3/tools). The URL agents reach it at, with /v3 (written into the
+    # <knowledge_tools> block and the registry); default: this server's own address.
+    knowledge_public_url: str | None = Field(
+        None, validation_alias=_names("MEMHUB_KNOWLEDGE_PUBLIC_URL", "KNOWLEDGE_PUBLIC_BASE_URL")
+    )
+    # `key`: /v3/tools/* need the gateway key or a user key like every route. `open`: the reference's
+    # trust model, where the tenant header alone reads knowledge (only behind a trusted network).
+    knowledge_tools_auth: Literal["key", "open"] = Field("key", validation_alias=_names("MEMHUB_KNOWLEDGE_TOOLS_AUTH"))
+    # `memhub serve --knowledge-only` listens here (the reference knowledge service's port).
+    knowledge_port: int = Field(8421, ge=1, le=65535, validation_alias=_names("MEMHUB_KNOWLEDGE_PORT"))
+    knowledge_language: Literal["en", "zh"] = Field("en", validation_alias=_names("MEMHUB_KNOWLEDGE_LANGUAGE"))
+    # Local folders (or git working trees) a wiki may read its sources from; none by default.
+    wiki_source_roots: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list, validation_alias=_names("MEMHUB_WIKI_SOURCE_ROOTS")
+    )
+    wiki_build_workers: int = Field(1, ge=1, le=16, validation_alias=_names("MEMHUB_WIKI_BUILD_WORKERS"))
+
+    @field_validator("cors_origins", "wiki_source_roots", mode="before")
     @classmethod
-    def _split_origins(cls, value: object) -> object:
+    def _split_list(cls, value: object) -> object:
         if isinstance(value, str):
             return [o.strip() for o in value.split(",") if o.strip()]
         return value
+
+    @field_validator("knowledge_public_url", mode="after")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip().rstrip("/")
+        if not value.startswith(("http://", "https://")) or any(c in value for c in " \"'<>`"):
+            raise ValueError("must be an http(s) URL without spaces or quotes")
+        return value
+
+    def knowledge_url(self) -> str:
+        """Where agents reach /v3/tools: the configured public URL, else this server's address."""
+        if self.knowledge_public_url:
+            return self.knowledge_public_url
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}/v3"
 
     @field_validator("strict_isolation", "insecure_no_auth", "pipeline_enabled", "pipeline_warmup", mode="before")
     @classmethod

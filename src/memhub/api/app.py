@@ -24,10 +24,15 @@ from memhub.api.metaplane import MetaPlane
 from memhub.api.middleware import CorsPolicy, GatewayMiddleware
 from memhub.api.routes import atomic, conversation, generation_log, memory_prompt, pipeline, profile
 from memhub.api.routes.health import health_payload
+from memhub.api.routes.knowledge import OFFER_ROUTES
 from memhub.api.routes.knowledge import ROUTES as KNOWLEDGE_ROUTES
 from memhub.api.routes.meta import INTERNAL_ROUTES, META_ROUTES
+from memhub.api.routes.tools import ROUTES as TOOLS_ROUTES
+from memhub.api.routes.wiki import ROUTES as WIKI_ROUTES
 from memhub.errors import HttpStatusError, MemhubError
 from memhub.gateway_key import GatewayKey
+from memhub.knowledge.services import KnowledgeServices
+from memhub.knowledge.wiki.service import WikiConfig
 from memhub.memory.embedding import EmbeddingRuntime
 from memhub.memory.prompts import MemoryPromptService
 from memhub.memory.services import MemoryServices
@@ -52,6 +57,7 @@ def create_app(
     embedding: EmbeddingRuntime | None = None,
     key_hasher: KeyHasher | None = None,
     run_pipeline: bool = True,
+    knowledge_only: bool = False,
 ) -> FastAPI:
     """The gateway app. `gateway_key=None` disables layer-1 auth (only with --insecure-no-auth).
 
@@ -60,6 +66,8 @@ def create_app(
     re-raises SIGTERM after its own shutdown, so a caller's `finally` would never run).
     The pipeline worker (settings.pipeline_enabled) starts with the app unless `run_pipeline` is
     False; then `app.state.pipeline_worker.drain()` runs it on demand (tests).
+    `knowledge_only` serves the knowledge service alone (`memhub serve --knowledge-only`): health, the
+    wiki, tools and knowledge routes, without the memory data plane, the management plane or the pipeline.
     """
 
     @asynccontextmanager
@@ -68,7 +76,9 @@ def create_app(
             embedding.start()
         if worker is not None and run_pipeline:
             worker.start()
+        knowledge.wikis.resume()  # builds a previous process left queued or running
         yield
+        knowledge.close()
         if worker is not None:
             worker.close()
         if embedding is not None:
@@ -79,13 +89,26 @@ def create_app(
     hasher = key_hasher or load_key_hasher(settings.data_dir, settings.key_secret)
     quotas = Quotas(settings.max_users_per_instance, settings.max_teams_per_instance, settings.max_active_keys_per_user)
     meta = MetaServices.over(store.meta, hasher, quotas)
-    auth = Authenticator(gateway_key, meta.users, require_user_key=settings.data_plane_auth == "user_key")
+    open_tools = settings.knowledge_tools_auth == "open"
+    auth = Authenticator(
+        gateway_key, meta.users, require_user_key=settings.data_plane_auth == "user_key", open_tools=open_tools
+    )
     cors = CorsPolicy(settings.cors_origins)
     memory = MemoryServices.over(store, embedding)
-    worker = pipeline_worker(settings, store, memory) if settings.pipeline_enabled else None
+    worker = pipeline_worker(settings, store, memory) if settings.pipeline_enabled and not knowledge_only else None
     generator = worker.runner.stages.generator if worker is not None else "none"
     memory = replace(memory, pipeline=PipelineService(store, worker, generator))
+    wiki_config = WikiConfig(
+        files_root=settings.data_dir / "knowledge",
+        public_url=settings.knowledge_url(),
+        source_roots=tuple(p.resolve() for p in settings.wiki_source_roots),
+        build_workers=settings.wiki_build_workers,
+    )
+    knowledge = KnowledgeServices.over(
+        store.meta, meta.config, wiki_config, language=settings.knowledge_language, open_tools=open_tools
+    )
     started = time.monotonic()
+    app.state.knowledge = knowledge
     app.state.pipeline_worker = worker
     app.state.store = store
     app.state.memory = memory
@@ -112,21 +135,27 @@ def create_app(
         payload = health_payload(store, embedding, started, auth_enabled=gateway_key is not None, pipeline=worker)
         return JSONResponse(payload)
 
-    plane = DataPlane(auth, memory, meta, settings.max_body_bytes, settings.strict_isolation)
-    plane.mount(app, DATA_ROUTES)
-    prompts = MemoryPromptService(store.prompts)
-    generations = GenerationLogService(store.prompts)
-    v3_only = [*memory_prompt.routes(prompts), *generation_log.routes(generations)]
-    memory_prompt.mount(plane, app, v3_only)
-    app.state.memory_prompts = prompts
-    app.state.generation_log = generations
-    management = MetaPlane(auth, meta, settings.max_body_bytes)
-    management.mount(app, "/v3/meta", META_ROUTES, tag="meta")
-    management.mount(app, "/v3/internal/meta", INTERNAL_ROUTES, tag="internal")
-    management.mount(app, "/v3/knowledge", KNOWLEDGE_ROUTES, tag="knowledge")
-    models = [r.model for r in (*DATA_ROUTES, *v3_only)] + [
-        r.model for r in (*META_ROUTES, *INTERNAL_ROUTES, *KNOWLEDGE_ROUTES)
+    management = MetaPlane(auth, meta, settings.max_body_bytes, knowledge)
+    knowledge_routes = [
+        ("/v3/wiki", WIKI_ROUTES, "wiki"),
+        ("/v3/tools", TOOLS_ROUTES, "tools"),
+        ("/v3/knowledge", [*KNOWLEDGE_ROUTES, *OFFER_ROUTES], "knowledge"),
     ]
+    for prefix, routes, tag in knowledge_routes:
+        management.mount(app, prefix, routes, tag=tag)
+    models = [r.model for _, routes, _ in knowledge_routes for r in routes]
+    if not knowledge_only:
+        plane = DataPlane(auth, memory, meta, settings.max_body_bytes, settings.strict_isolation)
+        plane.mount(app, DATA_ROUTES)
+        prompts = MemoryPromptService(store.prompts)
+        generations = GenerationLogService(store.prompts)
+        v3_only = [*memory_prompt.routes(prompts), *generation_log.routes(generations)]
+        memory_prompt.mount(plane, app, v3_only)
+        app.state.memory_prompts = prompts
+        app.state.generation_log = generations
+        management.mount(app, "/v3/meta", META_ROUTES, tag="meta")
+        management.mount(app, "/v3/internal/meta", INTERNAL_ROUTES, tag="internal")
+        models += [r.model for r in (*DATA_ROUTES, *v3_only, *META_ROUTES, *INTERNAL_ROUTES)]
     app.openapi = lambda: _openapi(app, models)  # type: ignore[method-assign]
     app.add_middleware(GatewayMiddleware, cors=cors)
     return app

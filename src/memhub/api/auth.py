@@ -60,6 +60,7 @@ class Authenticator:
     key: GatewayKey | None
     users: Users
     require_user_key: bool = False  # MEMHUB_DATA_PLANE_AUTH=user_key
+    open_tools: bool = False  # MEMHUB_KNOWLEDGE_TOOLS_AUTH=open: the reference's unauthenticated tools routes
 
     def credentials(self, request: Request) -> Credentials:
         """Layer 1: the gateway key, or a user key in its place; 401 for anything else."""
@@ -112,6 +113,14 @@ class Authenticator:
         if self.require_user_key:
             raise Unauthorized(MISSING_USER_KEY)
         return Caller(service_id, request_id=request_id)
+
+    async def tools_caller(self, request: Request, request_id: str) -> Caller:
+        """The caller of `/v3/tools/*`: as the data plane; with open tools, a request with no credentials
+        at all is read-only access to its tenant (the reference's trust model, opted into explicitly)."""
+        presented = request.headers.get("authorization", "").strip() or request.headers.get(USER_KEY_HEADER, "")
+        if self.open_tools and not presented.strip():
+            return Caller(self.service_id(request), request_id=request_id)
+        return await self.data_caller(request, request_id)
 
     async def meta_caller(self, request: Request, request_id: str, *, needs_user: bool = True) -> Caller:
         """The caller of a management-plane request: always a user, except on auth/verify."""

@@ -31,12 +31,12 @@ def request_id_of(request: Request) -> str:
     return rid
 
 
-def ok(request: Request, data: Any = None, *, include_data: bool = True) -> JSONResponse:
-    """A success envelope."""
+def ok(request: Request, data: Any = None, *, include_data: bool = True, status: int = 200) -> JSONResponse:
+    """A success envelope (HTTP 201 / 202 where the reference answers so: created, accepted)."""
     body: dict[str, Any] = {"code": 0, "message": "ok", "request_id": request_id_of(request)}
     if include_data:
         body["data"] = data
-    return JSONResponse(body)
+    return JSONResponse(body, status_code=status)
 
 
 def error(request: Request, exc: MemhubError) -> JSONResponse:

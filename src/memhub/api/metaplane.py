@@ -24,6 +24,7 @@ from memhub.api.dataplane import mount_post
 from memhub.api.envelope import ok, request_id_of
 from memhub.api.meta_schemas import MetaBody
 from memhub.api.validation import parse_model
+from memhub.knowledge.services import KnowledgeServices
 from memhub.meta.caller import Caller
 from memhub.meta.services import MetaServices
 
@@ -37,7 +38,8 @@ class Guard(Enum):
     USER = "user"  # /v3/meta/*: a user key
     ANYONE = "anyone"  # auth/verify: the gateway key (or any user key) without a user
     GATEWAY = "gateway"  # /v3/internal/meta/*: the gateway key only
-    DATA = "data"  # /v3/knowledge/*: as the data plane
+    DATA = "data"  # /v3/knowledge/*, /v3/wiki/*: as the data plane
+    TOOLS = "tools"  # /v3/tools/*: as the data plane, or the tenant header alone when tools are open
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +49,18 @@ class MetaCall:
     request: Request
     caller: Caller
     meta: MetaServices
+    knowledge: KnowledgeServices | None = None
 
 
 MetaHandler = Callable[[MetaCall, Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A handler's data with an HTTP status other than 200 (201 created, 202 accepted)."""
+
+    data: Any
+    status: int = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +72,7 @@ class MetaRoute:
     handler: MetaHandler
     guard: Guard = Guard.USER
     summary: str = ""
+    max_body_bytes: int | None = None  # None: the plane's limit
 
 
 def _adopt_inbound_request_id(request: Request) -> None:
@@ -79,6 +91,7 @@ class MetaPlane:
     auth: Authenticator
     meta: MetaServices
     max_body_bytes: int
+    knowledge: KnowledgeServices | None = None
 
     async def _caller(self, route: MetaRoute, request: Request) -> Caller:
         rid = request_id_of(request)
@@ -88,6 +101,8 @@ class MetaPlane:
             return await self.auth.meta_caller(request, rid, needs_user=False)
         if route.guard is Guard.DATA:
             return await self.auth.data_caller(request, rid)
+        if route.guard is Guard.TOOLS:
+            return await self.auth.tools_caller(request, rid)
         self.auth.check_gateway(request)
         return Caller(request.headers.get("x-tdai-service-id", "").strip(), request_id=rid)
 
@@ -96,9 +111,11 @@ class MetaPlane:
             if adopt_request_id:
                 _adopt_inbound_request_id(request)
             caller = await self._caller(route, request)
-            raw = await read_json_object(request, self.max_body_bytes)
+            raw = await read_json_object(request, route.max_body_bytes or self.max_body_bytes)
             body = parse_model(route.model, raw)
-            data = await run_in_threadpool(route.handler, MetaCall(request, caller, self.meta), body)
+            data = await run_in_threadpool(route.handler, MetaCall(request, caller, self.meta, self.knowledge), body)
+            if isinstance(data, Reply):
+                return ok(request, data.data, status=data.status)
             return ok(request, data)
 
         run.__name__ = route.path.replace("/", "_").replace("-", "_")
@@ -107,5 +124,5 @@ class MetaPlane:
     def mount(self, app: FastAPI, prefix: str, routes: Sequence[MetaRoute], *, tag: str) -> None:
         """Register each route under the prefix."""
         for route in routes:
-            endpoint = self.endpoint(route, adopt_request_id=prefix != "/v3/knowledge")
+            endpoint = self.endpoint(route, adopt_request_id=prefix.startswith(("/v3/meta", "/v3/internal/")))
             mount_post(app, f"{prefix}/{route.path}", endpoint, route.model, tag, route.summary)

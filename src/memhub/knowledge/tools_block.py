@@ -309,6 +309,14 @@ _ZH: tuple[str, ...] = (
 )
 
 _TEXT: dict[str, tuple[str, ...]] = {"en": _EN, "zh": _ZH}
+_CONTENT_TYPE_LINE = "  -H 'content-type: application/json' \\"
+_SERVICE_HEADER_RULE = {"en": "**Every request must carry the header**", "zh": "**每个请求都必须带请求头**"}
+_CREDENTIAL_RULE = {
+    "en": "The recipes authenticate with your key from the environment variable `${env}`; keep it there and never"
+    " paste a key into a command or a message.",
+    "zh": "示例命令从环境变量 `${env}` 读取你的密钥完成认证；密钥只放在环境变量里，不要写进命令或消息。",
+}
+_ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}$")
 
 
 def render_knowledge_tools(
@@ -317,13 +325,20 @@ def render_knowledge_tools(
     capabilities: Mapping[str, bool] | None,
     headers: Mapping[str, str],
     language: Language = "en",
+    credential_env: str | None = None,
 ) -> str:
     """The `<knowledge_tools>…</knowledge_tools>\\n` block, or "" when no resource survives the capability filter.
 
     `headers` must hold `x-tdai-service-id`; of the rest only the six telemetry headers are rendered (names are
     matched case-insensitively, values single-quote shell-escaped). Resources keep the given order; a resource
     whose id was already rendered is skipped so a duplicated registry row cannot double a tag.
+
+    `credential_env` names an environment variable holding the agent's key (e.g. `MEMHUB_USER_KEY`): the
+    recipes then send `authorization: Bearer ${NAME}`, which the agent's shell expands, so a server that
+    requires a key is reachable while the key itself never enters the prompt.
     """
+    if credential_env is not None and not _ENV_NAME_RE.match(credential_env):
+        raise ValueError("credential_env must be an environment variable name ([A-Z_][A-Z0-9_]*)")
     if language not in _TEXT:
         raise ValueError(f"unsupported language: {language!r} (expected 'en' or 'zh')")
     kept = filter_by_capabilities(resources, capabilities)
@@ -344,6 +359,10 @@ def render_knowledge_tools(
             out.append(tags)
         elif line == "{headers}":
             out.extend(header_lines)
+        elif line == _CONTENT_TYPE_LINE and credential_env:
+            out.extend([line, f'  -H "authorization: Bearer ${{{credential_env}}}" \\'])
+        elif line.startswith(_SERVICE_HEADER_RULE[language]) and credential_env:
+            out.extend([line.replace("{sid}", service_id), _CREDENTIAL_RULE[language].format(env=credential_env)])
         else:
             out.append(line.replace("{sid}", service_id))
     out.append("</knowledge_tools>\n")

@@ -41,10 +41,15 @@ def _base36(n: int) -> str:
     return out or "0"
 
 
+def random_base36(length: int) -> str:
+    """`length` random characters of [0-9a-z]."""
+    return "".join(secrets.choice(_BASE36) for _ in range(length))
+
+
 def entity_id(prefix: str) -> str:
     """`<prefix>-` + 4 base36 chars of the epoch second + 6 random base36 chars (`usr-`, `team-` …)."""
     stamp = _base36(int(time.time()))[-4:].rjust(4, "0")
-    return f"{prefix}-{stamp}{''.join(secrets.choice(_BASE36) for _ in range(6))}"
+    return f"{prefix}-{stamp}{random_base36(6)}"
 
 
 def relation_id() -> str:

@@ -17,7 +17,7 @@ from memhub.meta import audit
 from memhub.meta.caller import Caller
 from memhub.meta.clock import now_iso
 from memhub.meta.guards import membership
-from memhub.store.meta import MetaKind, MetaReader, MetaStore, Row
+from memhub.store.meta import MetaKind, MetaReader, MetaStore, MetaWriter, Row
 
 KNOWLEDGE_TYPES = ("wiki", "code-graph")
 SUMMARY_MAX = 256
@@ -79,6 +79,31 @@ def _scoped(r: MetaReader, caller: Caller, knowledge_id: str, team_id: str | Non
     return row
 
 
+def register(w: MetaWriter, fields: Mapping[str, Any]) -> None:
+    """Insert or update one entry (created_at kept on re-registration); no authorization here.
+
+    The wiki service calls this in the transaction that makes a wiki ready, so a ready wiki is always
+    offered to agents (the original's callback chain could lose that step).
+    """
+    now = now_iso()
+    row = {
+        "knowledge_id": fields["knowledge_id"],
+        "type": fields["type"],
+        "service_url": fields["service_url"],
+        "name": fields["name"],
+        "summary": fields.get("summary"),
+        "team_id": fields["team_id"],
+        "user_id": fields.get("user_id"),
+        "repo_url": fields.get("repo_url"),
+        "branch": fields.get("branch"),
+        "updated_at": now,
+    }
+    if w.get(MetaKind.KNOWLEDGE, row["knowledge_id"]) is None:
+        w.insert(MetaKind.KNOWLEDGE, {**row, "created_at": now})
+    else:
+        w.update(MetaKind.KNOWLEDGE, row["knowledge_id"], row)
+
+
 @dataclass
 class KnowledgeRegistry:
     """Knowledge entries of every tenant."""
@@ -93,28 +118,12 @@ class KnowledgeRegistry:
             raise Forbidden("user_id does not match caller")
         with self.store.writing(caller.service_id) as w:
             _require_member(w, caller, team_id)
-            now = now_iso()
-            row = {
-                "knowledge_id": knowledge_id,
-                "type": fields["type"],
-                "service_url": fields["service_url"],
-                "name": fields["name"],
-                "summary": fields.get("summary"),
-                "team_id": team_id,
-                "user_id": user_id,
-                "repo_url": fields.get("repo_url"),
-                "branch": fields.get("branch"),
-                "updated_at": now,
-            }
             old = w.get(MetaKind.KNOWLEDGE, knowledge_id)
-            if old is None:
-                w.insert(MetaKind.KNOWLEDGE, {**row, "created_at": now})
-            else:
-                # Re-registering must not move another team's entry into the caller's team.
-                if old["team_id"] != team_id and not _member(w, caller, old["team_id"]):
-                    raise Forbidden(MISMATCH)
-                w.update(MetaKind.KNOWLEDGE, knowledge_id, row)
-            audit.record(w, caller, "knowledge/create", [knowledge_id], {"team_id": team_id, "type": row["type"]})
+            # Re-registering must not move another team's entry into the caller's team.
+            if old is not None and old["team_id"] != team_id and not _member(w, caller, old["team_id"]):
+                raise Forbidden(MISMATCH)
+            register(w, fields)
+            audit.record(w, caller, "knowledge/create", [knowledge_id], {"team_id": team_id, "type": fields["type"]})
             stored = w.get(MetaKind.KNOWLEDGE, knowledge_id)
         assert stored is not None
         return knowledge_view(stored)

@@ -37,6 +37,8 @@ class MetaKind(StrEnum):
     ACL = "acl"
     CONFIG = "config_param"
     KNOWLEDGE = "knowledge"
+    WIKI = "wiki"
+    WIKI_SOURCE = "wiki_source"
     AUDIT = "audit"
 
 
@@ -55,6 +57,8 @@ ID_FIELD: dict[MetaKind, str] = {
     MetaKind.ACL: "id",
     MetaKind.CONFIG: "id",
     MetaKind.KNOWLEDGE: "knowledge_id",
+    MetaKind.WIKI: "wiki_id",
+    MetaKind.WIKI_SOURCE: "id",
     MetaKind.AUDIT: "id",
 }
 

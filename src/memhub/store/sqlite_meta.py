@@ -24,6 +24,8 @@ TABLES: dict[MetaKind, str] = {
     MetaKind.ACL: "meta_asset_acl",
     MetaKind.CONFIG: "meta_config_params",
     MetaKind.KNOWLEDGE: "knowledge_registry",
+    MetaKind.WIKI: "knowledge_wikis",
+    MetaKind.WIKI_SOURCE: "wiki_sources",
     MetaKind.AUDIT: "meta_audit",
 }
 # SQLite has no boolean type: these columns are stored as 0/1 and read back as bools.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from memhub.store.knowledge_schema import create_knowledge_tables
 from memhub.store.meta_schema import create_meta_tables
 from memhub.store.pipeline_schema import create_pipeline_tables
 from memhub.store.sqlite_context import refresh_context
@@ -163,4 +164,5 @@ MIGRATIONS: list[Migration] = [
     _neighbour_context_and_vectors,
     create_meta_tables,
     create_pipeline_tables,
+    create_knowledge_tables,
 ]

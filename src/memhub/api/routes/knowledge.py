@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memhub.api.knowledge_schemas import ToolsBlock
 from memhub.api.meta_schemas import KnowledgeCreate, KnowledgeDelete, KnowledgeGet, KnowledgeList, KnowledgeUpdate
 from memhub.api.metaplane import Guard, MetaCall, MetaRoute
 
@@ -42,4 +43,24 @@ ROUTES = [
     MetaRoute("update", KnowledgeUpdate, update, Guard.DATA, summary="Update a registration"),
     MetaRoute("delete", KnowledgeDelete, delete, Guard.DATA, summary="Unregister knowledge bases"),
     MetaRoute("list", KnowledgeList, list_entries, Guard.DATA, summary="A team's knowledge bases"),
+]
+
+
+def tools_block(call: MetaCall, body: ToolsBlock) -> Any:
+    assert call.knowledge is not None
+    telemetry = {"x-conversation-id": body.conversation_id or "", "x-tdai-agent-source": body.agent_source or ""}
+    return call.knowledge.offer.block(
+        call.caller,
+        body.team_id,
+        agent_id=body.agent_id,
+        user_id=body.user_id,
+        language=body.language,
+        telemetry=telemetry,
+    )
+
+
+OFFER_ROUTES = [
+    MetaRoute(
+        "tools-block", ToolsBlock, tools_block, Guard.DATA, summary="The <knowledge_tools> prompt block for an agent"
+    ),
 ]

@@ -1,0 +1,135 @@
+"""Request bodies of the knowledge service: `/v3/wiki/*`, `/v3/tools/*` and `/v3/knowledge/tools-block`.
+
+Fields follow the reference knowledge service (spec knowledge-and-proxy §2.2–2.3); memhub's additions
+are marked. Unknown keys are ignored, as the reference's schemas strip them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from memhub.api.meta_schemas import Id, MetaBody, Name
+
+WikiStatus = Literal["draft", "pending", "processing", "ready", "failed"]
+Summary = Annotated[str, Field(max_length=256)]
+FileName = Annotated[str, Field(min_length=1, max_length=512)]
+Ref = Annotated[str, Field(min_length=1, max_length=512)]
+PathText = Annotated[str, Field(min_length=1, max_length=1024)]
+
+
+class WikiCreate(MetaBody):
+    team_id: Id
+    name: Name
+    user_id: Id | None = None
+    agent_id: Id | None = None
+    task_id: Id | None = None
+    summary: Summary | None = None
+    # memhub: read the sources from a local folder or git working tree (under MEMHUB_WIKI_SOURCE_ROOTS).
+    source_path: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
+
+
+class WikiList(MetaBody):
+    team_id: Id
+    status: WikiStatus | None = None
+    limit: int = Field(20, ge=1, le=100)
+    offset: int = Field(0, ge=0, le=10_000_000)
+
+
+class WikiRef(MetaBody):
+    wiki_id: Id
+
+
+class WikiUpdateMeta(WikiRef):
+    name: Name | None = None
+    summary: Summary | None = None
+
+
+class WikiDelete(MetaBody):
+    wiki_ids: Annotated[list[Id], Field(min_length=1, max_length=100)]
+
+
+class WikiIngest(WikiRef):
+    user_id: Id | None = None
+    # memhub: build now and answer with the finished build's report instead of 202.
+    wait: bool = False
+
+
+class RawRead(WikiRef):
+    filenames: Annotated[list[FileName], Field(min_length=1, max_length=50)]
+
+
+class RawFileIn(MetaBody):
+    filename: FileName
+    content: Annotated[str, Field(max_length=8 * 1024 * 1024)]
+    # memhub: PDF and DOCX files are sent base64-encoded.
+    encoding: Literal["utf-8", "base64"] = "utf-8"
+
+
+class RawWrite(WikiRef):
+    team_id: Id
+    files: Annotated[list[RawFileIn], Field(min_length=1, max_length=10)]
+
+
+class RawRm(WikiRef):
+    team_id: Id
+    filenames: Annotated[list[FileName], Field(min_length=1, max_length=50)]
+
+
+class PageRead(WikiRef):
+    refs: Annotated[list[Ref], Field(min_length=1, max_length=20)]
+
+
+class PageIn(MetaBody):
+    ref: Ref
+    content: Annotated[str, Field(max_length=1024 * 1024)]
+
+
+class PageWrite(WikiRef):
+    team_id: Id
+    pages: Annotated[list[PageIn], Field(min_length=1, max_length=20)]
+
+
+class PageRm(WikiRef):
+    team_id: Id
+    refs: Annotated[list[Ref], Field(min_length=1, max_length=20)]
+
+
+class WikiSearch(WikiRef):
+    query: Annotated[str, Field(min_length=1, max_length=2000)]
+    limit: int = Field(20, ge=1, le=100)
+    hop: int = Field(0, ge=0, le=5)
+    decay: float = Field(0.5, ge=0, le=1)
+    minScore: float = Field(0.1, ge=0)  # the reference's wire name
+
+
+class WikiRetrieve(WikiRef):
+    """memhub: seed 001 §4.2 retrieval — the capped knowledge block for one question."""
+
+    question: Annotated[str, Field(min_length=1, max_length=8000)]
+    paths: Annotated[list[PathText], Field(max_length=50)] = Field(default_factory=list)
+    conversation: Literal["workspace", "agent", "help"] = "workspace"
+
+
+class ToolsList(MetaBody):
+    knowledge_id: Id
+    # memhub: tool descriptions in English (default) or Chinese.
+    language: Literal["en", "zh"] | None = None
+
+
+class ToolsCall(MetaBody):
+    knowledge_id: Id
+    tool_name: Id
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolsBlock(MetaBody):
+    """memhub: render the `<knowledge_tools>` prompt block for a team or an agent."""
+
+    team_id: Id
+    agent_id: Id | None = None
+    user_id: Id | None = None
+    language: Literal["en", "zh"] = "en"
+    conversation_id: Annotated[str, Field(max_length=512)] | None = None
+    agent_source: Annotated[str, Field(max_length=128)] | None = None

@@ -1,0 +1,112 @@
+"""Which knowledge resources to offer an agent, rendered as the `<knowledge_tools>` block (spec §1.6, §3).
+
+Resources: an agent's bound knowledge assets (`llm_wiki` / `code_graph` fixed assets that are not
+archived, deprecated or failed) when the agent has any, otherwise every registered resource of the
+team, ordered by id so the block is byte-stable. The user's capability flags (`asset_type.llm_wiki.
+enabled`, `asset_type.code_graph.enabled`) filter them. The reference capped the per-agent list at
+20 silently; here the whole list is read.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from memhub.errors import BadRequest, Forbidden
+from memhub.knowledge.tools_block import (
+    KnowledgeResource,
+    Language,
+    cache_key,
+    filter_by_capabilities,
+    render_knowledge_tools,
+)
+from memhub.meta.caller import Caller
+from memhub.meta.config import ConfigParams
+from memhub.meta.guards import membership
+from memhub.store.meta import MetaKind, MetaStore
+
+log = logging.getLogger("memhub.knowledge")
+
+KNOWLEDGE_ASSET_TYPES = ("llm_wiki", "code_graph")
+UNUSABLE_ASSET_STATUSES = ("archived", "deprecated", "failed")
+CREDENTIAL_ENV = "MEMHUB_USER_KEY"
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeOffer:
+    """Builds the block from the registry, the agent's bindings and the user's flags."""
+
+    store: MetaStore
+    config: ConfigParams
+    credential_env: str | None = CREDENTIAL_ENV
+
+    def resources(self, caller: Caller, team_id: str, agent_id: str | None) -> list[KnowledgeResource]:
+        """The team's (or the agent's) registered resources, ordered by id."""
+        with self.store.reading(caller.service_id) as r:
+            gated = caller.user_id is not None and not caller.is_system_admin
+            if gated and membership(r, team_id, caller.user_id or "") is None:
+                raise Forbidden(f"team_id: the caller is not a member of team {team_id}")
+            ids: list[str] | None = None
+            if agent_id:
+                bound = r.find(MetaKind.FIXED_ASSET, {"agent_id": agent_id, "asset_type": list(KNOWLEDGE_ASSET_TYPES)})
+                assets = r.find(
+                    MetaKind.ASSET,
+                    {"asset_id": [b["asset_id"] for b in bound], "status !=": list(UNUSABLE_ASSET_STATUSES)},
+                )
+                ids = [a["asset_id"] for a in assets] or None
+            where: dict[str, Any] = {"team_id": team_id}
+            if ids is not None:
+                where["knowledge_id"] = ids
+            rows = r.find(MetaKind.KNOWLEDGE, where, order_by=("knowledge_id",))
+        out: list[KnowledgeResource] = []
+        for row in rows:
+            try:
+                out.append(
+                    KnowledgeResource(
+                        type=row["type"],
+                        id=row["knowledge_id"],
+                        url=row["service_url"],
+                        name=row["name"],
+                        summary=row["summary"],
+                        repo_url=row["repo_url"],
+                        branch=row["branch"],
+                    )
+                )
+            except ValueError:
+                # A registration the prompt cannot carry safely (an id or URL with quotes, spaces …) is left out.
+                log.warning("knowledge %s is not offered: its id or url cannot be rendered", row["knowledge_id"])
+        return out
+
+    def block(
+        self,
+        caller: Caller,
+        team_id: str,
+        *,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        language: Language = "en",
+        telemetry: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """`{text, resources, cache_key, chars}`; `text` is "" when nothing is offered."""
+        user = caller.user_id or user_id
+        flags = {t: self.config.asset_type_enabled(caller.service_id, user, t) for t in KNOWLEDGE_ASSET_TYPES}
+        resources = self.resources(caller, team_id, agent_id)
+        headers = {
+            **{k: v for k, v in (telemetry or {}).items() if v},
+            "x-tdai-service-id": caller.service_id,
+            "x-tdai-team-id": team_id,
+        }
+        if user:
+            headers["x-tdai-user-id"] = user
+        if agent_id:
+            headers["x-tdai-agent-id"] = agent_id
+        try:
+            text = render_knowledge_tools(
+                resources, capabilities=flags, headers=headers, language=language, credential_env=self.credential_env
+            )
+        except ValueError as exc:
+            raise BadRequest(f"x-tdai-service-id: {exc}") from None
+        offered = [r.id for r in filter_by_capabilities(resources, flags)]
+        return {"text": text, "resources": offered, "cache_key": cache_key(agent_id, team_id), "chars": len(text)}

@@ -1,0 +1,34 @@
+"""The knowledge services of one gateway, wired over one store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memhub.knowledge.offer import CREDENTIAL_ENV, KnowledgeOffer
+from memhub.knowledge.toolcall import KnowledgeTools
+from memhub.knowledge.tools import Language
+from memhub.knowledge.wiki.service import WikiConfig, WikiService
+from memhub.meta.config import ConfigParams
+from memhub.store.meta import MetaStore
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeServices:
+    """Wikis, tool dispatch and the `<knowledge_tools>` offer."""
+
+    wikis: WikiService
+    tools: KnowledgeTools
+    offer: KnowledgeOffer
+
+    @classmethod
+    def over(
+        cls, store: MetaStore, config: ConfigParams, wiki: WikiConfig, *, language: Language, open_tools: bool
+    ) -> KnowledgeServices:
+        """All knowledge services; with open tools the prompt recipes carry no credential line."""
+        wikis = WikiService(store, wiki)
+        offer = KnowledgeOffer(store, config, credential_env=None if open_tools else CREDENTIAL_ENV)
+        return cls(wikis, KnowledgeTools(wikis, language), offer)
+
+    def close(self) -> None:
+        """Stop the build workers (a queued build resumes at the next start)."""
+        self.wikis.close()

@@ -1,0 +1,146 @@
+"""Source files → wiki pages: the Markdown each source becomes, its page id, and the links between pages.
+
+A Markdown source is its own page. Text, PDF and DOCX sources become a Markdown page rendered from
+their extracted units (PDF pages as `## Page N` sections, DOCX headings as Markdown headings), with
+front matter naming the title and the source, so the two-layer index and the passage splitter treat
+every format alike. Page files keep the source's name plus `.md` when it is not Markdown already
+(`specs/api.pdf` → `specs/api.pdf.md`, id `specs/api.pdf`), so two sources can never collide.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+import yaml
+
+from memhub.knowledge.wiki.sources import ExtractedSource
+
+PAGE_SUFFIX = ".md"
+PAGE_PREFIX = "wiki/"
+_WIKILINK = re.compile(r"\[\[([^\[\]|#]+)(?:#[^\[\]|]*)?(?:\|[^\[\]]*)?\]\]")
+_MD_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+_SLUG = re.compile(r"[^\w]+", re.UNICODE)
+_PAGE_LOCATOR = re.compile(r"^page (\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One wiki page: id (`payments/refunds`), file under the pages root, title, kind and Markdown text."""
+
+    id: str
+    file: str
+    title: str
+    text: str
+    source: str
+    kind: str = "guide"
+    summary: str = ""
+    links: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def path(self) -> str:
+        """The page's path as the reference's tools name it (`wiki/<file>`)."""
+        return PAGE_PREFIX + self.file
+
+
+def page_file(source_name: str) -> str:
+    """The page file a source becomes: Markdown keeps its name, anything else gains `.md`."""
+    return source_name if source_name.lower().endswith(PAGE_SUFFIX) else source_name + PAGE_SUFFIX
+
+
+def page_id(file: str) -> str:
+    """A page file's id: the file without its `.md`."""
+    return file[: -len(PAGE_SUFFIX)] if file.lower().endswith(PAGE_SUFFIX) else file
+
+
+def normalise_ref(ref: str) -> str:
+    """A `read_page` ref → page id: `wiki/` prefix, leading `./` or `/` and a trailing `.md` are optional."""
+    ref = ref.strip().replace("\\", "/")
+    while ref.startswith(("./", "/")):
+        ref = ref[2:] if ref.startswith("./") else ref[1:]
+    if ref.startswith(PAGE_PREFIX):
+        ref = ref[len(PAGE_PREFIX) :]
+    return page_id(ref)
+
+
+def _title_of(source: ExtractedSource) -> str:
+    title = source.front_matter.get("title")
+    if isinstance(title, str) and title.strip():
+        return " ".join(title.split())
+    for unit in source.units:
+        if unit.heading:
+            return unit.heading[0]
+    return PurePosixPath(source.filename).name
+
+
+def render_markdown(source: ExtractedSource) -> str:
+    """The Markdown page of a non-Markdown source, with front matter (title, source) and its units."""
+    title = _title_of(source)
+    front = {"title": title, "source": source.filename}
+    lines = ["---", yaml.safe_dump(front, allow_unicode=True, sort_keys=False).strip(), "---", ""]
+    if not any(u.heading and u.heading[0] == title for u in source.units):
+        lines += [f"# {title}", ""]
+    shown: tuple[str, ...] = ()
+    for unit in source.units:
+        page = _PAGE_LOCATOR.match(unit.locator)
+        if page:
+            lines += [f"## Page {page.group(1)}", "", unit.text, ""]
+            continue
+        if unit.heading and unit.heading != shown and unit.text == unit.heading[-1]:
+            # A DOCX heading paragraph: shown as a Markdown heading of its level (capped at ######).
+            lines += [f"{'#' * min(len(unit.heading), 6)} {unit.text}", ""]
+            shown = unit.heading
+            continue
+        lines += [unit.text, ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _slug(text: str) -> str:
+    return _SLUG.sub("-", text.casefold()).strip("-")
+
+
+def link_targets(text: str, file: str) -> list[str]:
+    """Raw link targets of a page: `[[wikilinks]]` as written, relative Markdown links resolved to files."""
+    out: list[str] = [m.group(1).strip() for m in _WIKILINK.finditer(text)]
+    base = posixpath.dirname(file)
+    for match in _MD_LINK.finditer(text):
+        target = match.group(1).split("#", 1)[0]
+        if not target or "://" in target or target.startswith(("mailto:", "#")):
+            continue
+        resolved = posixpath.normpath(posixpath.join(base, target.lstrip("/") if target.startswith("/") else target))
+        if target.startswith("/"):
+            resolved = posixpath.normpath(target.lstrip("/"))
+        if not resolved.startswith(".."):
+            out.append(resolved)
+    return out
+
+
+class LinkResolver:
+    """Resolves link targets to page ids by file, id, base-name slug or title slug (first page wins)."""
+
+    def __init__(self, pages: Iterable[Page]) -> None:
+        self._by_key: dict[str, str] = {}
+        for page in pages:
+            for key in (page.file, page.id, _slug(PurePosixPath(page.id).name), _slug(page.title)):
+                if key:
+                    self._by_key.setdefault(key, page.id)
+
+    def resolve(self, target: str) -> str | None:
+        """The page id a link target names, or None."""
+        for key in (target, page_id(target), _slug(PurePosixPath(page_id(target)).name), _slug(target)):
+            if key in self._by_key:
+                return self._by_key[key]
+        return None
+
+
+def resolve_links(pages: Mapping[str, Page]) -> dict[str, tuple[str, ...]]:
+    """Each page's outgoing links as page ids (self-links and unresolved targets dropped, order kept)."""
+    resolver = LinkResolver(pages.values())
+    out: dict[str, tuple[str, ...]] = {}
+    for pid, page in pages.items():
+        found = (resolver.resolve(t) for t in link_targets(page.text, page.file))
+        out[pid] = tuple(dict.fromkeys(t for t in found if t is not None and t != pid))
+    return out
