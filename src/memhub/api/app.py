@@ -103,6 +103,7 @@ def create_app(
         public_url=settings.knowledge_url(),
         source_roots=tuple(p.resolve() for p in settings.wiki_source_roots),
         build_workers=settings.wiki_build_workers,
+        llm=settings.llm_config(),
     )
     knowledge = KnowledgeServices.over(
         store.meta, meta.config, wiki_config, language=settings.knowledge_language, open_tools=open_tools

@@ -54,6 +54,8 @@ class WikiIngest(WikiRef):
     user_id: Id | None = None
     # memhub: build now and answer with the finished build's report instead of 202.
     wait: bool = False
+    # memhub: "ai" has the configured LLM write the index summaries and tags authors left out.
+    index: Literal["rules", "ai"] = "rules"
 
 
 class RawRead(WikiRef):

@@ -66,7 +66,7 @@ def delete(call: MetaCall, body: WikiDelete) -> Any:
 
 
 def ingest(call: MetaCall, body: WikiIngest) -> Reply:
-    data, finished = _knowledge(call).wikis.ingest(call.caller, body.wiki_id, wait=body.wait)
+    data, finished = _knowledge(call).wikis.ingest(call.caller, body.wiki_id, wait=body.wait, index_mode=body.index)
     return Reply(data, 200 if finished else 202)
 
 

@@ -20,8 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from memhub.knowledge.wiki.index import INDEX_FILE, IndexInvalid, IndexIssue, dump_index_json, validate_index
-from memhub.knowledge.wiki.index import write_index as generate_and_write_index
+from memhub.knowledge.wiki.ai_index import Describe, cache_of, enrich
+from memhub.knowledge.wiki.index import (
+    INDEX_FILE,
+    IndexInvalid,
+    IndexIssue,
+    dump_index_json,
+    generate_index,
+    validate_index,
+    write_index_files,
+)
 from memhub.knowledge.wiki.pages import page_file, render_markdown
 from memhub.knowledge.wiki.sources import (
     DEFAULT_LIMITS,
@@ -37,7 +45,7 @@ from memhub.knowledge.wiki.sources import (
 PAGES_DIR = "pages"
 UNITS_FILE = "units.json"
 MANIFEST_FILE = "manifest.json"
-IndexOrigin = Literal["authored", "generated"]
+IndexOrigin = Literal["authored", "generated", "ai"]
 
 
 class BuildFailed(Exception):
@@ -62,6 +70,7 @@ class BuildReport:
     hashes: dict[str, str] = field(default_factory=dict)
     pages: int = 0
     index: IndexOrigin = "generated"
+    ai: dict[str, int] | None = None  # with an AI index: entries written, reused from the last build, failed
 
     def view(self) -> dict[str, Any]:
         """The report on the wire."""
@@ -73,6 +82,7 @@ class BuildReport:
             "kept_previous": self.kept_previous,
             "pages": self.pages,
             "index": self.index,
+            "ai": self.ai,
             "errors": [{"filename": e.filename, "reason": e.reason, "kind": e.kind} for e in self.errors],
         }
 
@@ -140,11 +150,13 @@ def build_generation(
     previous: Path | None = None,
     *,
     limits: Limits = DEFAULT_LIMITS,
+    describe: Describe | None = None,
 ) -> BuildReport:
     """Build a complete generation of the wiki whose sources are under `source_root` into `target`.
 
     Raises BuildFailed when no valid wiki can be made; per-file problems are reported, never raised:
     a file that fails is left out (or, if it was ingested before, its previous version is kept).
+    With `describe` (an LLM), a generated index gets the summaries and tags authors left out.
     """
     if target.exists():
         shutil.rmtree(target)  # a leftover from a build that died half-way
@@ -185,6 +197,7 @@ def build_generation(
         raise BuildFailed("no usable source file: upload Markdown, text, PDF or DOCX files and ingest again")
     authored = (source_root / INDEX_FILE).is_file()
     report.index = "authored" if authored else "generated"
+    ai_cache: dict[str, dict[str, Any]] = {}
     try:
         if authored:
             _copy_authored_index(source_root, pages)
@@ -192,13 +205,19 @@ def build_generation(
             if issues:
                 raise IndexInvalid(issues)
         else:
-            generate_and_write_index(pages)
+            generated = generate_index(pages)
+            if describe is not None:
+                described = enrich(pages, generated, describe, cache_of(before))
+                report.index = "ai"
+                report.ai = {"written": described.written, "reused": described.reused, "failed": described.failed}
+                ai_cache = described.cache
+            write_index_files(pages, generated)
     except IndexInvalid as exc:
         raise BuildFailed(f"invalid index: {exc}", exc.issues) from exc
     report.hashes = hashes
     report.pages = len(units)
     _write(target / UNITS_FILE, json.dumps({n: [[u.text, u.locator] for u in us] for n, us in units.items()}))
-    manifest = {"hashes": hashes, "index": report.index, "errors": report.view()["errors"]}
+    manifest = {"hashes": hashes, "index": report.index, "errors": report.view()["errors"], "ai_index": ai_cache}
     _write(target / MANIFEST_FILE, json.dumps(manifest, ensure_ascii=False))
     _fsync_tree(target)
     return report

@@ -575,7 +575,11 @@ def dump_index_json(data: dict[str, Any]) -> str:
 
 def write_index(root: Path) -> list[Path]:
     """Generate, validate and write every `index.json`; nothing is written if any problem is found."""
-    generated = generate_index(root)
+    return write_index_files(root, generate_index(root))
+
+
+def write_index_files(root: Path, generated: dict[str, dict[str, Any]]) -> list[Path]:
+    """Write index files ({relative path: JSON object}) and validate them; on any problem, restore what was there."""
     staging = {rel: dump_index_json(data) for rel, data in generated.items()}
     previous = {rel: (root / rel).read_bytes() if (root / rel).is_file() else None for rel in staging}
     for rel, text in staging.items():

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memhub.knowledge.wiki.keywords import snippet
-from memhub.retrieval.tokenize import WORD, fold, index_text, query_terms
+from memhub.retrieval.tokenize import index_text, query_terms
 
 TITLE_WEIGHT = 5.0
 BODY_WEIGHT = 1.0
@@ -94,15 +94,18 @@ class PageSearch:
 
 
 def query_snippet(text: str, query: str) -> str:
-    """A snippet of `text` around the first word of the query found in it (its start when none is)."""
+    """A snippet of `text` around the earliest query term found in it (its start when none is).
+
+    Terms are the query's index terms: stemmed English words match their inflections (`refunds` finds
+    `refund`), and Chinese is matched by its segmented words and character bigrams.
+    """
     folded = text.casefold()
+    terms = query_terms(query)
     best = -1
-    for word in WORD.findall(query):
-        needle = fold(word) if word.isascii() else word.casefold()
-        if len(needle) < 2:
+    for term in (*terms.words, *terms.grams):
+        if len(term) < 2 and term.isascii():
             continue
-        # English words are matched on their first letters so `refunds` finds `refund`.
-        at = folded.find(needle[: max(4, len(needle) - 2)] if word.isascii() else needle)
+        at = folded.find(term)
         if at >= 0 and (best < 0 or at < best):
             best = at
     return snippet(text, max(best, 0))

@@ -24,11 +24,12 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from memhub.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
+from memhub.knowledge.wiki.ai_index import llm_describer
 from memhub.knowledge.wiki.build import BuildFailed, BuildReport, build_generation, source_statuses
 from memhub.knowledge.wiki.pages import normalise_ref, page_file, page_id
 from memhub.knowledge.wiki.snapshot import Conversation, WikiSnapshot
@@ -42,6 +43,7 @@ from memhub.knowledge.wiki.sources import (
     split_front_matter,
 )
 from memhub.knowledge.wiki.storage import WikiFiles, filename_problem
+from memhub.llm.client import ChatClient, LLMConfig
 from memhub.meta import audit
 from memhub.meta.caller import Caller
 from memhub.meta.clock import now_iso
@@ -68,6 +70,7 @@ READ_MAX = 50
 STRUCTURAL_PAGES = frozenset({"index", "schema", "purpose", "log", "overview"})
 SNAPSHOTS_CACHED = 64
 NOT_FOUND = "wiki not found"
+IndexMode = Literal["rules", "ai"]
 
 
 def wiki_not_found(wiki_id: str) -> NotFound:
@@ -107,6 +110,7 @@ class WikiConfig:
     public_url: str
     source_roots: tuple[Path, ...] = ()
     build_workers: int = 1
+    llm: LLMConfig | None = None  # for `index: "ai"` ingests
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +118,7 @@ class BuildJob:
     service_id: str
     wiki_id: str
     seq: int
+    index_mode: IndexMode = "rules"
 
 
 def _gated(caller: Caller) -> bool:
@@ -441,16 +446,23 @@ class WikiService:
 
     # -- builds -------------------------------------------------------------------------------------------
 
-    def ingest(self, caller: Caller, wiki_id: str, *, wait: bool = False) -> tuple[Row, bool]:
-        """Queue a rebuild (or run it now with `wait`); (result, finished). 409 busy while one is queued or running."""
+    def ingest(
+        self, caller: Caller, wiki_id: str, *, wait: bool = False, index_mode: IndexMode = "rules"
+    ) -> tuple[Row, bool]:
+        """Queue a rebuild (or run it now with `wait`); (result, finished). 409 busy while one is queued or running.
+
+        `index_mode="ai"` has the configured LLM write the summaries and tags authors left out.
+        """
+        if index_mode == "ai" and self.config.llm is None:
+            raise BadRequest("index: 'ai' needs an LLM (set MEMHUB_LLM_BASE_URL and MEMHUB_LLM_MODEL)")
         with self.store.writing(caller.service_id) as w:
             row = self._row(w, caller, wiki_id)
             if row["status"] in BUSY_STATUSES:
                 raise busy(row)
             if not row["source_path"] and w.count(MetaKind.WIKI_SOURCE, {"wiki_id": wiki_id}) == 0:
                 raise BadRequest(f"wiki_id: {wiki_id} has no source files; upload some with raw/write first")
-            job = self._queue_rebuild(w, row, force=True)
-            audit.record(w, caller, "wiki/ingest", [wiki_id], {"seq": job.seq if job else None})
+            job = self._queue_rebuild(w, row, force=True, index_mode=index_mode)
+            audit.record(w, caller, "wiki/ingest", [wiki_id], {"seq": job.seq if job else None, "index": index_mode})
         assert job is not None
         if not wait:
             self._submit(job)
@@ -459,7 +471,9 @@ class WikiService:
         detail = self.get(caller, wiki_id)
         return {**detail, "report": report.view() if report else None}, True
 
-    def _queue_rebuild(self, w: MetaWriter, row: Row, *, force: bool = False) -> BuildJob | None:
+    def _queue_rebuild(
+        self, w: MetaWriter, row: Row, *, force: bool = False, index_mode: IndexMode = "rules"
+    ) -> BuildJob | None:
         if not force and row["generation"] == 0 and row["status"] == "draft":
             return None  # never ingested: the user ingests when the sources are complete
         seq = row["build_seq"] + 1
@@ -468,7 +482,7 @@ class WikiService:
             row["wiki_id"],
             {"status": "pending", "internal_status": None, "build_seq": seq, "updated_at": now_iso()},
         )
-        return BuildJob(w.service_id, row["wiki_id"], seq)
+        return BuildJob(w.service_id, row["wiki_id"], seq, index_mode)
 
     def _submit(self, job: BuildJob) -> None:
         if self._closed:
@@ -497,8 +511,10 @@ class WikiService:
         previous = (
             self.files.generation_dir(job.service_id, job.wiki_id, row["generation"]) if row["generation"] else None
         )
+        client = ChatClient(self.config.llm) if job.index_mode == "ai" and self.config.llm else None
         try:
-            report = build_generation(self._source_root(job.service_id, row), target, previous)
+            describe = llm_describer(client) if client else None
+            report = build_generation(self._source_root(job.service_id, row), target, previous, describe=describe)
             snapshot = WikiSnapshot(job.seq, target)  # loaded before the switch, so the first query is fast
         except BuildFailed as exc:
             self._fail(job, exc.reason)
@@ -507,6 +523,9 @@ class WikiService:
             log.exception("wiki build %s/%s failed", job.service_id, job.wiki_id)
             self._fail(job, f"build failed: {type(exc).__name__}: {exc}")
             return None
+        finally:
+            if client is not None:
+                client.close()
         if not self._commit(job, report, snapshot):
             self.files.prune_generations(job.service_id, job.wiki_id, keep=row["generation"])
             return None
