@@ -18,6 +18,7 @@ import base64
 import binascii
 import logging
 import re
+import shutil
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -31,6 +32,7 @@ import yaml
 from memhub.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
 from memhub.knowledge.wiki.ai_index import llm_describer
 from memhub.knowledge.wiki.build import BuildFailed, BuildReport, build_generation, source_statuses
+from memhub.knowledge.wiki.index import IndexInvalid
 from memhub.knowledge.wiki.pages import normalise_ref, page_file, page_id
 from memhub.knowledge.wiki.snapshot import Conversation, WikiSnapshot
 from memhub.knowledge.wiki.sources import (
@@ -152,6 +154,7 @@ class WikiService:
     files: WikiFiles = field(init=False)
     _snapshots: OrderedDict[tuple[str, str], WikiSnapshot] = field(init=False, default_factory=OrderedDict)
     _snapshot_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _load_locks: dict[tuple[str, str], threading.Lock] = field(init=False, default_factory=dict)
     _executor: ThreadPoolExecutor | None = field(init=False, default=None)
     _futures: set[Future[None]] = field(init=False, default_factory=set)
     _closed: bool = field(init=False, default=False)
@@ -257,6 +260,8 @@ class WikiService:
             }
             w.insert(MetaKind.WIKI, row)
             audit.record(w, caller, "wiki/create", [wiki_id], {"team_id": team_id, "source_path": source_path})
+        # The directory marks the tenant as having wikis, which is how `resume` finds interrupted builds.
+        self.files.wiki_dir(caller.service_id, wiki_id).mkdir(parents=True, exist_ok=True)
         return self.detail(row), True
 
     @staticmethod
@@ -527,15 +532,26 @@ class WikiService:
             if client is not None:
                 client.close()
         if not self._commit(job, report, snapshot):
-            self.files.prune_generations(job.service_id, job.wiki_id, keep=row["generation"])
+            self._discard(job)
             return None
         self.files.prune_generations(job.service_id, job.wiki_id, keep=job.seq)
         return report
 
     def _fail(self, job: BuildJob, reason: str) -> None:
-        row = self._set(job, {"status": "failed", "internal_status": None, "sync_error": reason[:SYNC_ERROR_MAX]})
-        if row is not None:
+        self._set(job, {"status": "failed", "internal_status": None, "sync_error": reason[:SYNC_ERROR_MAX]})
+        self._discard(job)
+
+    def _discard(self, job: BuildJob) -> None:
+        """Remove what a build that did not become current left on disk (everything, if the wiki was deleted)."""
+        with self.store.reading(job.service_id) as r:
+            row = r.get(MetaKind.WIKI, job.wiki_id)
+        if row is None:
+            self.files.remove_wiki(job.service_id, job.wiki_id)
+        elif row["build_seq"] == job.seq or row["status"] not in BUSY_STATUSES:
             self.files.prune_generations(job.service_id, job.wiki_id, keep=row["generation"])
+        else:
+            # A newer build is queued: only this build's own directory goes.
+            shutil.rmtree(self.files.generation_dir(job.service_id, job.wiki_id, job.seq), ignore_errors=True)
 
     def _commit(self, job: BuildJob, report: BuildReport, snapshot: WikiSnapshot) -> bool:
         """The blue/green switch: one transaction points the wiki at the new generation and registers it."""
@@ -631,13 +647,34 @@ class WikiService:
             if cached is not None and cached.generation == row["generation"]:
                 self._snapshots.move_to_end(key)
                 return cached
-            # Loading under the lock: two requests for a cold wiki must not tokenise it twice.
-            snapshot = WikiSnapshot(
-                row["generation"], self.files.generation_dir(service_id, row["wiki_id"], row["generation"])
-            )
-            self._snapshots[key] = snapshot
-            self._trim()
-            return snapshot
+            load_lock = self._load_locks.setdefault(key, threading.Lock())
+        # One loader per wiki (two requests for a cold wiki must not tokenise it twice); other wikis
+        # keep answering meanwhile.
+        with load_lock:
+            with self._snapshot_lock:
+                cached = self._snapshots.get(key)
+            if cached is None or cached.generation != row["generation"]:
+                cached = self._load(service_id, row)
+            with self._snapshot_lock:
+                newest = self._snapshots.get(key)
+                if newest is None or newest.generation <= cached.generation:
+                    self._snapshots[key] = cached
+                    self._snapshots.move_to_end(key)
+                self._trim()
+            return cached
+
+    def _load(self, service_id: str, row: Row) -> WikiSnapshot:
+        directory = self.files.generation_dir(service_id, row["wiki_id"], row["generation"])
+        try:
+            return WikiSnapshot(row["generation"], directory)
+        except (OSError, IndexInvalid):
+            # A build switched generations and pruned this one after the row was read: read it again.
+            with self.store.reading(service_id) as r:
+                fresh = r.get(MetaKind.WIKI, row["wiki_id"])
+            if fresh is None or fresh["generation"] in (0, row["generation"]):
+                raise
+            directory = self.files.generation_dir(service_id, row["wiki_id"], fresh["generation"])
+            return WikiSnapshot(fresh["generation"], directory)
 
     def _snapshot_or_none(self, caller: Caller, wiki_id: str) -> WikiSnapshot | None:
         return self.snapshot_of(caller.service_id, self.row(caller, wiki_id))
