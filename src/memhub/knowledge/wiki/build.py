@@ -39,6 +39,7 @@ from memhub.knowledge.wiki.sources import (
     SourceError,
     SourceUnit,
     decode_text,
+    extract,
     extract_directory,
 )
 
@@ -172,26 +173,52 @@ def build_generation(
     report.errors = [e for e in result.errors if not (_is_index_file(e.filename) and e.kind == "skip")]
     units: dict[str, list[SourceUnit]] = {}
     hashes: dict[str, str] = {}
-    for name in plan.unchanged:
-        if previous is not None and (previous / PAGES_DIR / page_file(name)).is_file() and name in old_units:
-            _write(pages / page_file(name), (previous / PAGES_DIR / page_file(name)).read_text(encoding="utf-8"))
-            units[name] = old_units[name]
-            hashes[name] = plan.hashes[name]
-    for source in result.sources:
-        name = source.filename
+    owners: dict[str, str] = {}  # page file → the source it was made from
+
+    def previous_page(name: str) -> str | None:
+        if previous is None or name not in old_units:
+            return None
+        path = previous / PAGES_DIR / page_file(name)
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+
+    def keep(name: str, text: str, source_units: list[SourceUnit], digest: str) -> None:
+        owner = owners.setdefault(page_file(name), name)
+        if owner != name:
+            report.errors.append(
+                SourceError(name, f"its page {page_file(name)} is already made from {owner}; rename one of them")
+            )
+            return
+        _write(pages / page_file(name), text)
+        units[name] = source_units
+        hashes[name] = digest
+
+    fresh = {s.filename: s for s in result.sources}
+    old_errors = [e for e in before.get("errors", []) if isinstance(e, dict)]
+    for name in sorted([*plan.unchanged, *fresh]):
+        source = fresh.get(name)
+        if source is None:  # unchanged: reuse the previous page, unless the previous generation lost it
+            text = previous_page(name)
+            if text is not None:
+                keep(name, text, old_units[name], plan.hashes[name])
+                # Its partial problems (bad front matter, an unreadable page) still hold.
+                report.errors += [
+                    SourceError(name, e["reason"], e.get("kind", "error"))
+                    for e in old_errors
+                    if e.get("filename") == name
+                ]
+                continue
+            source = extract(name, root=source_root, limits=limits)
+            report.errors += source.errors
         if source.ok:
             try:
-                _write(pages / page_file(name), _page_text(source_root, source))
+                text = _page_text(source_root, source)
             except (OSError, ValueError) as exc:
                 report.errors.append(SourceError(name, f"cannot make a page: {exc}"))
                 continue
-            units[name] = source.units
-            hashes[name] = source.hash
-        elif previous is not None and name in old_units and (previous / PAGES_DIR / page_file(name)).is_file():
+            keep(name, text, source.units, source.hash)
+        elif (text := previous_page(name)) is not None:
             # A changed file that no longer parses: keep serving what it said before rather than lose it.
-            _write(pages / page_file(name), (previous / PAGES_DIR / page_file(name)).read_text(encoding="utf-8"))
-            units[name] = old_units[name]
-            hashes[name] = old_hashes[name]
+            keep(name, text, old_units[name], old_hashes[name])
             report.kept_previous.append(name)
     if not units:
         raise BuildFailed("no usable source file: upload Markdown, text, PDF or DOCX files and ingest again")

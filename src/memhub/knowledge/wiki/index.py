@@ -519,7 +519,10 @@ def _ordered(entry: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _markdown_files(folder: Path) -> list[Path]:
-    files = [p for p in folder.rglob("*.md") if not any(part.startswith((".", "_")) for part in p.parts)]
+    # Only the parts below the folder count: the data dir itself may well be hidden (`~/.memhub`).
+    files = [
+        p for p in folder.rglob("*.md") if not any(part.startswith((".", "_")) for part in p.relative_to(folder).parts)
+    ]
     return sorted(files, key=lambda p: p.as_posix())
 
 

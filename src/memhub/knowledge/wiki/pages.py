@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from urllib.parse import unquote
 
 import yaml
 
@@ -83,16 +84,15 @@ def render_markdown(source: ExtractedSource) -> str:
     lines = ["---", yaml.safe_dump(front, allow_unicode=True, sort_keys=False).strip(), "---", ""]
     if not any(u.heading and u.heading[0] == title for u in source.units):
         lines += [f"# {title}", ""]
-    shown: tuple[str, ...] = ()
     for unit in source.units:
         page = _PAGE_LOCATOR.match(unit.locator)
         if page:
             lines += [f"## Page {page.group(1)}", "", unit.text, ""]
             continue
-        if unit.heading and unit.heading != shown and unit.text == unit.heading[-1]:
-            # A DOCX heading paragraph: shown as a Markdown heading of its level (capped at ######).
-            lines += [f"{'#' * min(len(unit.heading), 6)} {unit.text}", ""]
-            shown = unit.heading
+        # A DOCX heading paragraph is the last entry of its own heading path (stored whitespace-collapsed).
+        text = " ".join(unit.text.split())
+        if unit.heading and text == unit.heading[-1]:
+            lines += [f"{'#' * min(len(unit.heading), 6)} {text}", ""]
             continue
         lines += [unit.text, ""]
     return "\n".join(lines).rstrip() + "\n"
@@ -107,7 +107,7 @@ def link_targets(text: str, file: str) -> list[str]:
     out: list[str] = [m.group(1).strip() for m in _WIKILINK.finditer(text)]
     base = posixpath.dirname(file)
     for match in _MD_LINK.finditer(text):
-        target = match.group(1).split("#", 1)[0]
+        target = unquote(match.group(1).split("#", 1)[0])  # editors write `my%20notes.md`
         if not target or "://" in target or target.startswith(("mailto:", "#")):
             continue
         resolved = posixpath.normpath(posixpath.join(base, target.lstrip("/") if target.startswith("/") else target))
@@ -119,21 +119,31 @@ def link_targets(text: str, file: str) -> list[str]:
 
 
 class LinkResolver:
-    """Resolves link targets to page ids by file, id, base-name slug or title slug (first page wins)."""
+    """Resolves link targets to page ids: an exact file or id first, then a base-name slug, then a title slug
+    (within one kind of key, the first page wins)."""
 
     def __init__(self, pages: Iterable[Page]) -> None:
-        self._by_key: dict[str, str] = {}
-        for page in pages:
-            for key in (page.file, page.id, _slug(PurePosixPath(page.id).name), _slug(page.title)):
-                if key:
-                    self._by_key.setdefault(key, page.id)
+        self._exact: dict[str, str] = {}
+        self._names: dict[str, str] = {}
+        self._titles: dict[str, str] = {}
+        ordered = list(pages)
+        for page in ordered:
+            self._exact.setdefault(page.file, page.id)
+            self._exact.setdefault(page.id, page.id)
+        for page in ordered:
+            self._names.setdefault(_slug(PurePosixPath(page.id).name), page.id)
+            self._titles.setdefault(_slug(page.title), page.id)
 
     def resolve(self, target: str) -> str | None:
         """The page id a link target names, or None."""
-        for key in (target, page_id(target), _slug(PurePosixPath(page_id(target)).name), _slug(target)):
-            if key in self._by_key:
-                return self._by_key[key]
-        return None
+        for key in (target, page_id(target)):
+            if key in self._exact:
+                return self._exact[key]
+        name = _slug(PurePosixPath(page_id(target)).name)
+        if name and name in self._names:
+            return self._names[name]
+        title = _slug(target)
+        return self._titles.get(title) if title else None
 
 
 def resolve_links(pages: Mapping[str, Page]) -> dict[str, tuple[str, ...]]:

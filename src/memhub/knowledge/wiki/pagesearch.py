@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memhub.knowledge.wiki.keywords import snippet
-from memhub.retrieval.tokenize import index_text, query_terms
+from memhub.retrieval.tokenize import STOPWORDS, WORD, index_text, query_terms
 
 TITLE_WEIGHT = 5.0
 BODY_WEIGHT = 1.0
@@ -101,8 +101,10 @@ def query_snippet(text: str, query: str) -> str:
     """
     folded = text.casefold()
     terms = query_terms(query)
+    # Stems find inflections; the query's own words find words whose stem is not a prefix ("policy" → "polici").
+    written = [w.casefold() for w in WORD.findall(query) if w.isascii() and w.casefold() not in STOPWORDS]
     best = -1
-    for term in (*terms.words, *terms.grams):
+    for term in (*written, *terms.words, *terms.grams):
         if len(term) < 2 and term.isascii():
             continue
         at = folded.find(term)

@@ -50,8 +50,9 @@ def filename_problem(name: object) -> str | None:
 
 
 def _tenant_dir(service_id: str) -> str:
-    # Service ids are printable text: '/', '.', '%' are encoded so an id can never name a path outside.
-    return quote(service_id, safe="-_")
+    # Service ids are printable text: '/', '%' and '.' are encoded (quote keeps '.' as is, so it is done
+    # by hand) so that no id, not even "." or "..", can name a directory outside the knowledge root.
+    return quote(service_id, safe="-_").replace(".", "%2E")
 
 
 @dataclass(frozen=True, slots=True)
