@@ -119,6 +119,15 @@ def test_paths_entries_need_a_matching_path(index: WikiIndex) -> None:
     assert attachment.documents[0].matched_globs == ("**/*.tsx",)
 
 
+def test_a_matching_document_glob_opens_its_theme_even_when_the_words_miss_it(index: WikiIndex) -> None:
+    question = "How should I name things?"
+    assert "payments" not in [t.id for t in walk(index, question).themes]
+    hit = walk(index, question, paths=["src/payments/api/refund.py"])
+    assert "payments" in [t.id for t in hit.themes]
+    assert hit.documents[0].id == "payments/payments-code-style"
+    assert hit.documents[0].matched_globs == ("src/payments/**",)
+
+
 def test_caps_on_themes_and_documents(index: WikiIndex) -> None:
     result = walk(index, "refund policy approval deploy runbook review leave 请假 报销")
     assert len(result.themes) == 2

@@ -199,7 +199,11 @@ def _pick_themes(
         if not ok:
             continue
         eligible.append(theme)
-        score = score_entry(words, grams, theme.title, theme.summary, theme.tags) + (_PATH_BONUS if matched else 0)
+        # A theme is opened for a path match of its own globs or of one of its documents' globs: a coding
+        # standard for `src/api/*.py` must be reachable even when the question's words miss its theme.
+        doc_matched = any(_doc_eligible(d, paths, past)[1] for d in theme.documents) if paths else False
+        score = score_entry(words, grams, theme.title, theme.summary, theme.tags)
+        score += _PATH_BONUS if matched or doc_matched else 0
         if score > 0:
             scored.append((score, order, theme))
     if scored:
