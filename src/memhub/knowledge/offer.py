@@ -41,6 +41,7 @@ class KnowledgeOffer:
     store: MetaStore
     config: ConfigParams
     credential_env: str | None = CREDENTIAL_ENV
+    public_url: str | None = None  # where this server's own wikis are reached
 
     def resources(self, caller: Caller, team_id: str, agent_id: str | None) -> list[KnowledgeResource]:
         """The team's (or the agent's) registered resources, ordered by id."""
@@ -48,18 +49,24 @@ class KnowledgeOffer:
             gated = caller.user_id is not None and not caller.is_system_admin
             if gated and membership(r, team_id, caller.user_id or "") is None:
                 raise Forbidden(f"team_id: the caller is not a member of team {team_id}")
-            ids: list[str] | None = None
-            if agent_id:
-                bound = r.find(MetaKind.FIXED_ASSET, {"agent_id": agent_id, "asset_type": list(KNOWLEDGE_ASSET_TYPES)})
+            where: dict[str, Any] = {"team_id": team_id}
+            bound = (
+                r.find(MetaKind.FIXED_ASSET, {"agent_id": agent_id, "asset_type": list(KNOWLEDGE_ASSET_TYPES)})
+                if agent_id
+                else []
+            )
+            if bound:
+                # An agent with knowledge bindings gets exactly those that are usable (maybe none), never the
+                # whole team's: an archived binding must not widen what the agent is offered.
                 assets = r.find(
                     MetaKind.ASSET,
                     {"asset_id": [b["asset_id"] for b in bound], "status !=": list(UNUSABLE_ASSET_STATUSES)},
                 )
-                ids = [a["asset_id"] for a in assets] or None
-            where: dict[str, Any] = {"team_id": team_id}
-            if ids is not None:
-                where["knowledge_id"] = ids
+                where["knowledge_id"] = [a["asset_id"] for a in assets]
             rows = r.find(MetaKind.KNOWLEDGE, where, order_by=("knowledge_id",))
+            # Wikis served here are reached at this server's current public URL, whatever URL was current
+            # when they were registered (a restart on another address must not strand agents).
+            local = {w["wiki_id"] for w in r.find(MetaKind.WIKI, {"wiki_id": [x["knowledge_id"] for x in rows]})}
         out: list[KnowledgeResource] = []
         for row in rows:
             try:
@@ -67,7 +74,7 @@ class KnowledgeOffer:
                     KnowledgeResource(
                         type=row["type"],
                         id=row["knowledge_id"],
-                        url=row["service_url"],
+                        url=self.public_url if row["knowledge_id"] in local and self.public_url else row["service_url"],
                         name=row["name"],
                         summary=row["summary"],
                         repo_url=row["repo_url"],

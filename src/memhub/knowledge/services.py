@@ -26,7 +26,9 @@ class KnowledgeServices:
     ) -> KnowledgeServices:
         """All knowledge services; with open tools the prompt recipes carry no credential line."""
         wikis = WikiService(store, wiki)
-        offer = KnowledgeOffer(store, config, credential_env=None if open_tools else CREDENTIAL_ENV)
+        offer = KnowledgeOffer(
+            store, config, credential_env=None if open_tools else CREDENTIAL_ENV, public_url=wiki.public_url
+        )
         return cls(wikis, KnowledgeTools(wikis, language), offer)
 
     def close(self) -> None:

@@ -291,6 +291,8 @@ class WikiService:
         with self.store.writing(caller.service_id) as w:
             row = self._row(w, caller, wiki_id)
             patch = {k: v for k, v in changes.items() if k in ("name", "summary")}
+            if "name" in patch and patch["name"] is None:
+                raise BadRequest("name: must be a non-empty string, not null (send summary: null to clear the summary)")
             renamed = "name" in patch and patch["name"] != row["name"]
             if renamed and w.find(MetaKind.WIKI, {"team_id": row["team_id"], "name": patch["name"]}, limit=1):
                 raise Conflict(f"name: a wiki named {patch['name']!r} already exists in this team")
@@ -561,8 +563,26 @@ class WikiService:
             row = w.get(MetaKind.WIKI, job.wiki_id)
             if row is None or row["build_seq"] != job.seq:
                 return False  # deleted, or superseded by a newer build, meanwhile
+            root = self._source_root(job.service_id, row)
             for name, (status, reason) in statuses.items():
-                _record_status(w, job.wiki_id, name, status, reason, report.hashes.get(name), now)
+                _record_status(w, job.wiki_id, name, status, reason, report.hashes.get(name), _size(root, name), now)
+            # Files gone from a local folder leave the list with their pages (uploads leave it at raw/rm).
+            if report.removed:
+                w.delete(MetaKind.WIKI_SOURCE, {"wiki_id": job.wiki_id, "filename": report.removed})
+            for index_file in w.find(MetaKind.WIKI_SOURCE, {"wiki_id": job.wiki_id, "status": "uploaded"}):
+                if PurePosixPath(index_file["filename"]).name == "index.json":
+                    used = report.index == "authored"
+                    reason = None if used else "not used: there is no index.json at the root, so the index is generated"
+                    _record_status(
+                        w,
+                        job.wiki_id,
+                        index_file["filename"],
+                        "ingested" if used else "skipped",
+                        reason,
+                        None,
+                        index_file["size"],
+                        now,
+                    )
             themes = [t.title for t in snapshot.index.themes]
             auto = _auto_summary(len(snapshot.pages), themes)
             w.update(
@@ -604,12 +624,19 @@ class WikiService:
         )
 
     def resume(self) -> int:
-        """Queue again the builds a previous process left pending or running; how many were queued."""
+        """At start: queue again the builds a previous process left pending or running (how many are
+        returned), and point registrations of this server's wikis at its current public URL."""
         count = 0
         for service_id in self.files.tenants():
             with self.store.writing(service_id) as w:
                 rows = w.find(MetaKind.WIKI, {"status": list(BUSY_STATUSES)})
                 jobs = [self._queue_rebuild(w, row, force=True) for row in rows]
+                # Registrations follow this server's public URL (it may have moved since they were written).
+                moved = w.find(MetaKind.KNOWLEDGE, {"type": "wiki", "service_url !=": self.config.public_url})
+                ours = {x["wiki_id"] for x in w.find(MetaKind.WIKI, {"wiki_id": [m["knowledge_id"] for m in moved]})}
+                for entry in moved:
+                    if entry["knowledge_id"] in ours:
+                        w.update(MetaKind.KNOWLEDGE, entry["knowledge_id"], {"service_url": self.config.public_url})
             for job in jobs:
                 if job:
                     self._submit(job)
@@ -749,11 +776,27 @@ def _upsert_source(w: MetaWriter, wiki_id: str, filename: str, data: bytes, call
         )
 
 
+def _size(root: Path, name: str) -> int:
+    try:
+        return (root / name).stat().st_size
+    except OSError:
+        return 0
+
+
 def _record_status(
-    w: MetaWriter, wiki_id: str, filename: str, status: str, reason: str | None, digest: str | None, now: str
+    w: MetaWriter,
+    wiki_id: str,
+    filename: str,
+    status: str,
+    reason: str | None,
+    digest: str | None,
+    size: int,
+    now: str,
 ) -> None:
     existing = w.find(MetaKind.WIKI_SOURCE, {"wiki_id": wiki_id, "filename": filename}, limit=1)
-    changes: Row = {"status": status, "error": reason, "updated_at": now}
+    changes: Row = {"status": status, "error": reason, "size": size, "updated_at": now}
+    if digest:
+        changes["sha256"] = digest
     if status == "ingested":
         changes["ingested_at"] = now
     if existing:
@@ -766,7 +809,6 @@ def _record_status(
             "id": f"{wiki_id}:{content_hash(filename.encode())[:24]}",
             "wiki_id": wiki_id,
             "filename": filename,
-            "size": 0,
             "sha256": digest or "",
             "last_modified_by": None,
             "uploaded_at": None,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from memhub.knowledge.wiki.build import PAGES_DIR, read_units
+from memhub.knowledge.wiki.build import PAGES_DIR, read_manifest, read_units
 from memhub.knowledge.wiki.globs import glob_matches
 from memhub.knowledge.wiki.index import INDEX_FILE, WikiDocument, WikiIndex, load_index
 from memhub.knowledge.wiki.keywords import SourceIndex
@@ -55,13 +55,15 @@ class WikiSnapshot:
         self.root = directory / PAGES_DIR
         self.index: WikiIndex = load_index(self.root)
         by_file = {d.file: d for d in self.index.all_documents()}
+        built = read_manifest(directory).get("hashes", {})
         self.pages: dict[str, Page] = {}
         for path in sorted(self.root.rglob("*.md"), key=lambda p: p.as_posix()):
             file = path.relative_to(self.root).as_posix()
             text = path.read_text(encoding="utf-8")
             meta, body, _, _ = split_front_matter(text)
             doc = by_file.get(file)
-            source = meta.get("source") if isinstance(meta.get("source"), str) else file
+            # The file the page was made from (front matter may say anything; the build's hashes do not).
+            source = file if file in built else file[: -len(".md")] if file[: -len(".md")] in built else file
             self.pages[page_id(file)] = Page(
                 id=page_id(file),
                 file=file,
