@@ -37,6 +37,25 @@ def test_stopwords_alone_still_search() -> None:
     assert [m.locator for m in search_sources(sources, "to be")] == ["line 1"]
 
 
+def test_stopwords_are_dropped_across_keywords_given_as_a_list() -> None:
+    sources = [_src("a.txt", ("line 1", "how to file a claim")), _src("b.txt", ("line 1", "the quokka lives here"))]
+    # Each keyword alone is all stop words or not; the query as a whole is about quokkas.
+    assert parse_keywords(["how", "to", "quokka"]).stems == (("quokka", "quokka"),)
+    assert [m.filename for m in search_sources(sources, ["how", "to", "quokka"])] == ["b.txt"]
+    assert search_sources(sources, ["how", "to", "wombat"]) == []
+    # Only stop words: they are searched rather than nothing.
+    assert [m.filename for m in search_sources(sources, ["how", "to"])] == ["a.txt"]
+
+
+def test_a_chinese_keyword_reads_only_units_holding_its_characters() -> None:
+    units = [_src("a.txt", ("p1", "退款流程")), _src("b.txt", ("p1", "报销流程")), _src("c.txt", ("p1", "x"))]
+    index = SourceIndex(units)
+    assert index._candidates(parse_keywords("退款")) == [0]
+    assert index._candidates(parse_keywords("流程")) == [0, 1]
+    assert [m.filename for m in index.search("款流")] == ["a.txt"]
+    assert index.search("款退") == []  # every character is there, but not as this substring
+
+
 def test_chinese_keywords_match_substrings_regardless_of_segmentation() -> None:
     sources = [
         _src("zh.txt", ("line 1", "本制度适用于全体员工。"), ("line 2", "报销流程：差旅费报销需在三十天内提交。")),

@@ -48,9 +48,13 @@ class Terms:
 
 
 def parse_keywords(keywords: str | Sequence[str]) -> Terms:
-    """Turn keywords (a string or a list) into stemmed English terms and CJK substrings, deduplicated."""
+    """Turn keywords (a string or a list) into stemmed English terms and CJK substrings, deduplicated.
+
+    Stop words are dropped across all keywords together (`["how", "to", "quokka"]` searches `quokka`),
+    unless nothing else would be left.
+    """
     parts = [keywords] if isinstance(keywords, str) else list(keywords)
-    stems: dict[str, str] = {}
+    words: list[str] = []
     subs: dict[str, None] = {}
     for part in parts:
         pos = 0
@@ -60,10 +64,13 @@ def parse_keywords(keywords: str | Sequence[str]) -> Terms:
             subs[run.group(0)] = None
             pos = run.end()
         latin.extend(WORD.findall(part[pos:]))
-        words = [fold(w) for w in latin]
-        content = [w for w in words if w not in STOPWORDS] or words
-        for word, stem in zip(content, STEMMER.stemWords(content), strict=True):
-            stems.setdefault(stem, word)
+        words.extend(fold(w) for w in latin)
+    content = [w for w in words if w not in STOPWORDS]
+    if not content and not subs:
+        content = words
+    stems: dict[str, str] = {}
+    for word, stem in zip(content, STEMMER.stemWords(content), strict=True):
+        stems.setdefault(stem, word)
     return Terms(tuple((s, w) for s, w in stems.items()), tuple(subs))
 
 
@@ -89,13 +96,33 @@ def _index_unit(filename: str, locator: str, text: str) -> _Unit:
 
 
 class SourceIndex:
-    """Pre-tokenised units of many sources, so repeated searches are dictionary look-ups."""
+    """Pre-tokenised units of many sources with postings, so a search reads only the units that can match."""
 
     def __init__(self, sources: Iterable[ExtractedSource]) -> None:
         """Tokenise every unit once; order follows the sources and their units."""
         self.units: list[_Unit] = [
             _index_unit(source.filename, unit.locator, unit.text) for source in sources for unit in source.units
         ]
+        self._by_stem: dict[str, list[int]] = {}
+        # CJK characters → units containing them: a Chinese keyword's candidates are the units holding
+        # all of its characters (then checked as a substring), instead of every unit of the wiki.
+        self._by_char: dict[str, set[int]] = {}
+        for position, unit in enumerate(self.units):
+            for stem in unit.stems:
+                self._by_stem.setdefault(stem, []).append(position)
+            for run in CJK_RUN.findall(unit.folded):
+                for char in set(run):
+                    self._by_char.setdefault(char, set()).add(position)
+
+    def _candidates(self, terms: Terms) -> list[int]:
+        found: set[int] = set()
+        for stem, _ in terms.stems:
+            found.update(self._by_stem.get(stem, ()))
+        for sub in terms.substrings:
+            sets = sorted((self._by_char.get(c, set()) for c in set(sub)), key=len)
+            if sets:
+                found.update(set.intersection(*sets) if len(sets) > 1 else sets[0])
+        return sorted(found)
 
     def search(self, keywords: str | Sequence[str], limit: int = 10) -> list[Match]:
         """Best-matching units: more distinct keywords matched first, then more hits; ties by file order."""
@@ -103,7 +130,8 @@ class SourceIndex:
         if terms.count == 0 or limit <= 0:
             return []
         scored: list[tuple[float, int, int, tuple[str, ...]]] = []
-        for position, unit in enumerate(self.units):
+        for position in self._candidates(terms):
+            unit = self.units[position]
             matched: list[str] = []
             hits = 0
             first = len(unit.text)

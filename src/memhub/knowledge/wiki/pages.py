@@ -40,6 +40,7 @@ class Page:
     kind: str = "guide"
     summary: str = ""
     links: tuple[str, ...] = field(default=(), compare=False)
+    body: str = field(default="", compare=False)  # the text without its front matter, when known
 
     @property
     def path(self) -> str:

@@ -72,6 +72,7 @@ class WikiSnapshot:
                 source=str(source),
                 kind=doc.kind if doc else "page",
                 summary=doc.summary if doc else "",
+                body=body,
             )
         self.documents: dict[str, WikiDocument] = by_file
         self.links = resolve_links(self.pages)
@@ -80,8 +81,7 @@ class WikiSnapshot:
             for target in targets:
                 self.backlinks[target].append(source_id)
         self._order = list(self.pages)
-        bodies = [split_front_matter(p.text)[1] for p in self.pages.values()]
-        self._search = PageSearch([p.title for p in self.pages.values()], bodies)
+        self._search = PageSearch([p.title for p in self.pages.values()], [p.body for p in self.pages.values()])
         units = read_units(directory)
         self.source_names = sorted(units)
         self._sources = SourceIndex(ExtractedSource(name, source_kind(name), us) for name, us in sorted(units.items()))
@@ -143,7 +143,7 @@ class WikiSnapshot:
                 "id": page.id,
                 "path": page.path,
                 "title": page.title,
-                "snippet": query_snippet(split_front_matter(page.text)[1], query),
+                "snippet": query_snippet(page.body, query),
                 "score": score,
                 "type": page.kind,
                 "hop": depth,
@@ -267,9 +267,9 @@ class WikiSnapshot:
                     )
         return {"items": items, "count": len(items)}
 
-    def search_sources(self, keywords: Sequence[str], limit: int = 10) -> dict[str, Any]:
+    def search_sources(self, keywords: str | Sequence[str], limit: int = 10) -> dict[str, Any]:
         """Keyword hits in the extracted sources with their locators (page, paragraph, heading)."""
-        matches = self._sources.search(list(keywords), limit)
+        matches = self._sources.search(keywords if isinstance(keywords, str) else list(keywords), limit)
         results = [
             {"filename": m.filename, "locator": m.locator, "snippet": m.snippet, "score": m.score, "matched": m.matched}
             for m in matches
@@ -288,7 +288,7 @@ class WikiSnapshot:
         for hit in result.documents:
             page = self.pages.get(page_id(hit.file))
             if page is not None:
-                sources.append(Source(hit.id, hit.title, hit.file, split_front_matter(page.text)[1]))
+                sources.append(Source(hit.id, hit.title, hit.file, page.body))
         block = assemble(sources, question, cap=cap)
         return {
             "skipped": None,

@@ -37,6 +37,8 @@ _KINDS: dict[str, SourceKind] = {
 # Plain text has no structure; cut it into paragraph-aligned chunks of about this size so a keyword
 # hit points at a line range instead of "the whole file".
 TEXT_CHUNK_CHARS = 2000
+# libyaml's loader when PyYAML was built with it (about 12x faster); the same safe subset either way.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -187,7 +189,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str, int, str | None]
             raw = "\n".join(lines[1:i])
             body = "\n".join(lines[i + 1 :])
             try:
-                data = yaml.safe_load(raw) if raw.strip() else {}
+                data = yaml.load(raw, Loader=_YAML_LOADER) if raw.strip() else {}
             except yaml.YAMLError as exc:
                 # Report rather than silently ignore: quietly dropped front matter is the failure
                 # mode users hit with other tools' `paths`/`globs` headers.
