@@ -16,7 +16,9 @@ from tests.pipeline.fake_llm import FakeChat, Reply
 TEAM = "team-ai"
 
 DOCS = {
-    "payments/refunds.md": "# Refunds\n\nThis page was written in a hurry.\n\nRefunds above 500 EUR need a finance lead.\n",
+    "payments/refunds.md": (
+        "# Refunds\n\nThis page was written in a hurry.\n\nRefunds above 500 EUR need a finance lead.\n"
+    ),
     "payments/chargebacks.md": (
         "---\ntitle: Chargebacks\nsummary: How to answer a card chargeback.\ntags: [cards, disputes]\n---\n\n"
         "# Chargebacks\n\nAnswer within 7 days.\n"
