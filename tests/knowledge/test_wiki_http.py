@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-import memhub.knowledge.wiki.service as wiki_service
+import memhub.knowledge.wiki.builds as wiki_builds
 from tests.conftest import build_gateway
 from tests.knowledge.wiki_http_kit import (
     DETAIL_FIELDS,
@@ -83,8 +83,8 @@ def wk(make_wk: Callable[..., WikiHttp]) -> WikiHttp:
 @pytest.fixture
 def gate(wk: WikiHttp, monkeypatch: pytest.MonkeyPatch) -> Iterator[BuildGate]:
     """Builds of `wk` hold at their start until `gate.release` is set (set again at teardown)."""
-    held = BuildGate(wiki_service.build_generation)
-    monkeypatch.setattr(wiki_service, "build_generation", held)
+    held = BuildGate(wiki_builds.build_generation)
+    monkeypatch.setattr(wiki_builds, "build_generation", held)
     yield held
     held.release.set()
 

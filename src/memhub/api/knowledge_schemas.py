@@ -112,6 +112,8 @@ class WikiRetrieve(WikiRef):
     question: Annotated[str, Field(min_length=1, max_length=8000)]
     paths: Annotated[list[PathText], Field(max_length=50)] = Field(default_factory=list)
     conversation: Literal["workspace", "agent", "help"] = "workspace"
+    # Off by default (seed 001): "bm25" adds the documents' full-text BM25 to the index scores.
+    rescore: Literal["none", "bm25"] = "none"
 
 
 class ToolsList(MetaBody):

@@ -118,7 +118,8 @@ def search(call: MetaCall, body: WikiSearch) -> Any:
 
 
 def retrieve(call: MetaCall, body: WikiRetrieve) -> Any:
-    return _knowledge(call).wikis.retrieve(call.caller, body.wiki_id, body.question, body.paths, body.conversation)
+    wikis = _knowledge(call).wikis
+    return wikis.retrieve(call.caller, body.wiki_id, body.question, body.paths, body.conversation, body.rescore)
 
 
 ROUTES = [

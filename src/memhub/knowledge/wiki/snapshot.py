@@ -24,6 +24,10 @@ from memhub.knowledge.wiki.sources import ExtractedSource, source_kind, split_fr
 from memhub.knowledge.wiki.walk import walk
 
 RELATED_MAX = 10
+# BM25 re-scoring: the best page earns as much as one title-word hit of the index (walk._TITLE).
+RESCORE_POINTS = 3.0
+RESCORE_POOL = 50
+Rescore = Literal["none", "bm25"]
 EXPANSION_MAX = 200
 Conversation = Literal["workspace", "agent", "help"]
 
@@ -215,6 +219,18 @@ class WikiSnapshot:
                 stack.extend(n for n in (*self.links.get(pid, ()), *self.backlinks.get(pid, ())) if n not in out)
         return out
 
+    def _bm25_points(self, question: str) -> dict[str, float]:
+        hits = self._search.search(question, RESCORE_POOL)
+        if not hits or hits[0].score <= 0:
+            return {}
+        best = hits[0].score
+        points: dict[str, float] = {}
+        for hit in hits:
+            doc = self.documents.get(self.pages[self._order[hit.position]].file)
+            if doc is not None:
+                points[doc.id] = round(RESCORE_POINTS * hit.score / best, 3)
+        return points
+
     # -- memhub's index tools ----------------------------------------------------------------------------
 
     def list_themes(self) -> dict[str, Any]:
@@ -277,10 +293,21 @@ class WikiSnapshot:
         return {"results": results, "count": len(results)}
 
     def retrieve(
-        self, question: str, *, paths: Sequence[str] = (), conversation: Conversation = "workspace"
+        self,
+        question: str,
+        *,
+        paths: Sequence[str] = (),
+        conversation: Conversation = "workspace",
+        rescore: Rescore = "none",
     ) -> dict[str, Any]:
-        """Seed 001 §4.2: themes → documents → passages under the conversation's character cap."""
-        result = walk(self.index, question, paths=paths)
+        """Seed 001 §4.2: themes → documents → passages under the conversation's character cap.
+
+        `rescore="bm25"` adds the documents' full-text BM25 (scaled so the best page earns as much as one
+        title word) to the index scores, for wikis whose summaries say too little.
+        """
+        result = walk(
+            self.index, question, paths=paths, rescore=self._bm25_points(question) if rescore == "bm25" else None
+        )
         cap = cap_for(conversation)
         if result.skipped_reason:
             return {"skipped": result.skipped_reason, "themes": [], "documents": [], "text": "", "cap": cap}

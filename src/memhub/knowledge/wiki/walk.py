@@ -13,7 +13,7 @@ entries with `paths` globs are candidates only when a path or file name in the m
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -88,7 +88,7 @@ class DocumentHit:
     title: str
     file: str
     theme: str | None
-    score: int
+    score: float
     status: str
     matched_globs: tuple[str, ...] = ()
 
@@ -179,9 +179,16 @@ def _doc_eligible(doc: WikiDocument, paths: Sequence[str], past: bool) -> tuple[
 
 
 def _score_doc(
-    doc: WikiDocument, words: Sequence[str], grams: Sequence[str], matched: Sequence[str], past: bool
-) -> int:
-    score = score_entry(words, grams, doc.title, doc.summary, doc.tags)
+    doc: WikiDocument,
+    words: Sequence[str],
+    grams: Sequence[str],
+    matched: Sequence[str],
+    past: bool,
+    rescore: Mapping[str, float] | None = None,
+) -> float:
+    score: float = score_entry(words, grams, doc.title, doc.summary, doc.tags)
+    if rescore:
+        score += rescore.get(doc.id, 0.0)
     if matched:
         score += _PATH_BONUS
     if past and doc.status == "archived" and score:
@@ -222,8 +229,13 @@ def walk(
     max_themes: int = MAX_THEMES,
     per_theme: int = MAX_PER_THEME,
     total: int = MAX_DOCUMENTS,
+    rescore: Mapping[str, float] | None = None,
 ) -> WalkResult:
-    """Pick themes and documents for one question (`paths`: attachment names / paths in context)."""
+    """Pick themes and documents for one question (`paths`: attachment names / paths in context).
+
+    `rescore` adds evidence per document id to its index score (e.g. BM25 of the full text, scaled to a
+    few points); off by default, as the seed says: the index alone is cheap and predictable.
+    """
     reason = skip_reason(question, data_connection=data_connection)
     if reason:
         return WalkResult(skipped_reason=reason)
@@ -233,20 +245,20 @@ def walk(
     words, grams = terms.words, terms.grams
 
     # (score, discovery order, hit): discovery order keeps ties deterministic — root docs, then themes.
-    candidates: list[tuple[int, int, DocumentHit]] = []
+    candidates: list[tuple[float, int, DocumentHit]] = []
     for doc in index.documents:
         ok, matched = _doc_eligible(doc, context_paths, past)
-        score = _score_doc(doc, words, grams, matched, past) if ok else 0
+        score = _score_doc(doc, words, grams, matched, past, rescore) if ok else 0
         if score > 0:  # root documents have no theme to vouch for them, so they must hit on their own
             candidates.append((score, len(candidates), _hit(doc, score, matched)))
 
     themes = _pick_themes(index, words, grams, context_paths, past, max_themes)
     for theme, _ in themes:
-        ranked: list[tuple[int, int, DocumentHit]] = []
+        ranked: list[tuple[float, int, DocumentHit]] = []
         for order, doc in enumerate(theme.documents):
             ok, matched = _doc_eligible(doc, context_paths, past)
             if ok:
-                score = _score_doc(doc, words, grams, matched, past)
+                score = _score_doc(doc, words, grams, matched, past, rescore)
                 ranked.append((score, order, _hit(doc, score, matched)))
         ranked.sort(key=lambda item: (-item[0], item[1]))
         for score, _, hit in ranked[:per_theme]:
@@ -260,5 +272,5 @@ def walk(
     return WalkResult(tuple(hit for _, hit in themes), picked, None, past, context_paths)
 
 
-def _hit(doc: WikiDocument, score: int, matched: tuple[str, ...]) -> DocumentHit:
+def _hit(doc: WikiDocument, score: float, matched: tuple[str, ...]) -> DocumentHit:
     return DocumentHit(doc.id, doc.title, doc.file, doc.theme, score, doc.status, matched)
