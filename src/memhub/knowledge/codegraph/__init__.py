@@ -1,0 +1,1 @@
+"""Code-Graph: repositories parsed with tree-sitter into symbols and resolved edges."""

@@ -1,0 +1,294 @@
+"""Python source → FileFacts, by walking the tree-sitter syntax tree.
+
+A walk (rather than tags queries) keeps the scope of every reference: which function or class it is
+in, what `self` means there, and which local names hold instances of which classes. Syntax errors do
+not stop the walk: tree-sitter returns a tree with ERROR nodes, whose count is reported, and
+everything outside them is still extracted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+
+from tree_sitter import Language, Node, Parser
+
+from memhub.knowledge.codegraph.facts import Binding, FileFacts, Import, Reference, Symbol, SymbolKind
+
+_DEFINITIONS = ("function_definition", "class_definition", "decorated_definition")
+
+
+@cache
+def _parser() -> Parser:
+    import tree_sitter_python
+
+    return Parser(Language(tree_sitter_python.language()))
+
+
+def module_name(path: str) -> str:
+    """`pkg/sub/mod.py` → `pkg.sub.mod`; a package's `__init__.py` is the package itself."""
+    parts = path.removesuffix(".py").removesuffix(".pyi").split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(p for p in parts if p)
+
+
+def _text(node: Node | None) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
+
+
+def expression_name(node: Node | None) -> str | None:
+    """The dotted text of a name expression (`a`, `a.b.c`); None for anything computed (`f().g`, `x[0].y`)."""
+    if node is None:
+        return None
+    if node.type == "identifier":
+        return _text(node)
+    if node.type == "attribute":
+        head = expression_name(node.child_by_field_name("object"))
+        attr = node.child_by_field_name("attribute")
+        return f"{head}.{_text(attr)}" if head and attr is not None else None
+    return None
+
+
+def _docstring(body: Node | None) -> str:
+    if body is None or not body.named_children:
+        return ""
+    first = body.named_children[0]
+    if first.type == "expression_statement" and first.named_children and first.named_children[0].type == "string":
+        raw = _text(first.named_children[0])
+        return raw.strip("\"'").strip()[:500]
+    return ""
+
+
+@dataclass(slots=True)
+class _Scope:
+    qname: str
+    kind: SymbolKind
+    class_qname: str | None  # the class whose method this is (for self / cls)
+
+
+@dataclass(slots=True)
+class _Walker:
+    facts: FileFacts
+    package: str
+    seen: dict[str, int] = field(default_factory=dict)
+
+    def qualify(self, parent: str, name: str) -> str:
+        qname = f"{parent}.{name}" if parent else name
+        count = self.seen.get(qname, 0)
+        self.seen[qname] = count + 1
+        # A name defined twice in one scope (conditional definitions) keeps both, told apart by line.
+        return qname if count == 0 else f"{qname}@{count + 1}"
+
+    def walk(self, node: Node, scope: _Scope) -> None:
+        for child in node.children:
+            self.visit(child, scope)
+
+    def visit(self, node: Node, scope: _Scope) -> None:
+        kind = node.type
+        if kind == "ERROR":
+            self.facts.parse_errors += 1
+            self.walk(node, scope)
+        elif kind == "decorated_definition":
+            for decorator in node.children:
+                if decorator.type == "decorator":
+                    self.decorator(decorator, scope)
+            definition = node.child_by_field_name("definition")
+            if definition is not None:
+                self.visit(definition, scope)
+        elif kind == "function_definition":
+            self.function(node, scope)
+        elif kind == "class_definition":
+            self.klass(node, scope)
+        elif kind == "call":
+            self.call(node, scope)
+        elif kind in ("import_statement", "import_from_statement"):
+            self.imports(node, scope)
+        elif kind == "assignment":
+            self.assignment(node, scope)
+            self.walk(node, scope)
+        else:
+            if node.is_missing:
+                self.facts.parse_errors += 1
+            self.walk(node, scope)
+
+    def _ref(self, kind: str, target: str, scope: _Scope, node: Node) -> None:
+        line, col = node.start_point
+        self.facts.references.append(Reference(kind, target, scope.qname, self.facts.path, line + 1, col))  # type: ignore[arg-type]
+
+    def decorator(self, node: Node, scope: _Scope) -> None:
+        expr = next((c for c in node.named_children), None)
+        if expr is not None and expr.type == "call":
+            self.visit(expr, scope)  # `@route("/x")`: the factory is called here
+            return
+        name = expression_name(expr)
+        if name:
+            self._ref("decorates", name, scope, node)
+
+    def function(self, node: Node, scope: _Scope) -> None:
+        name = _text(node.child_by_field_name("name"))
+        qname = self.qualify(scope.qname, name)
+        method = scope.kind == "class"
+        body = node.child_by_field_name("body")
+        params = node.child_by_field_name("parameters")
+        start, end = node.start_point, node.end_point
+        self.facts.symbols.append(
+            Symbol(
+                "method" if method else "function",
+                name,
+                qname,
+                self.facts.path,
+                start[0] + 1,
+                start[1],
+                end[0] + 1,
+                scope.qname,
+                _docstring(body),
+                f"def {name}{_text(params)}"[:300],
+            )
+        )
+        inner = _Scope(qname, "function", scope.qname if method else scope.class_qname)
+        if params is not None:
+            self.parameters(params, inner)
+            self.walk(params, scope)  # default values run in the enclosing scope
+        if body is not None:
+            self.walk(body, inner)
+
+    def parameters(self, params: Node, scope: _Scope) -> None:
+        for param in params.named_children:
+            if param.type in ("typed_parameter", "typed_default_parameter"):
+                name_node = param.child_by_field_name("name") or next(
+                    (c for c in param.named_children if c.type == "identifier"), None
+                )
+                type_node = param.child_by_field_name("type")
+                annotation = (
+                    expression_name(type_node.named_children[0]) if type_node and type_node.named_children else None
+                )
+                if name_node is not None and annotation:
+                    self.facts.bindings.append(Binding(scope.qname, _text(name_node), annotation))
+
+    def klass(self, node: Node, scope: _Scope) -> None:
+        name = _text(node.child_by_field_name("name"))
+        qname = self.qualify(scope.qname, name)
+        bases: list[str] = []
+        superclasses = node.child_by_field_name("superclasses")
+        if superclasses is not None:
+            for arg in superclasses.named_children:
+                base = expression_name(arg)
+                if base:
+                    bases.append(base)
+                    self._ref("inherits", base, scope, arg)
+                elif arg.type != "keyword_argument":
+                    self.visit(arg, scope)
+        body = node.child_by_field_name("body")
+        start, end = node.start_point, node.end_point
+        self.facts.symbols.append(
+            Symbol(
+                "class",
+                name,
+                qname,
+                self.facts.path,
+                start[0] + 1,
+                start[1],
+                end[0] + 1,
+                scope.qname,
+                _docstring(body),
+                f"class {name}{_text(superclasses)}"[:300],
+                tuple(bases),
+            )
+        )
+        if body is not None:
+            self.walk(body, _Scope(qname, "class", None))
+
+    def call(self, node: Node, scope: _Scope) -> None:
+        function = node.child_by_field_name("function")
+        name = expression_name(function)
+        if name:
+            self._ref("call", name, scope, function or node)
+        elif function is not None and function.type == "attribute":
+            # `make().run()`: the receiver is computed; only the method name is known.
+            self._ref("call", "?." + _text(function.child_by_field_name("attribute")), scope, function)
+        self.walk(node, scope)
+
+    def assignment(self, node: Node, scope: _Scope) -> None:
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        target = expression_name(left)
+        annotation = node.child_by_field_name("type")
+        if target is None or ("." in target and not target.startswith("self.")):
+            return
+        # `self.client = Client()` types the attribute on the class, for `self.client.send()` elsewhere.
+        on_class = target.startswith("self.") and scope.class_qname is not None
+        holder = scope.class_qname if on_class and scope.class_qname else scope.qname
+        name = target.removeprefix("self.") if on_class else target
+        if annotation is not None and annotation.named_children:
+            type_name = expression_name(annotation.named_children[0])
+            if type_name:
+                self.facts.bindings.append(Binding(holder, name, type_name))
+                return
+        if right is not None and right.type == "call":
+            callee = expression_name(right.child_by_field_name("function"))
+            if callee:
+                # A class call gives an instance; a function call gives an unknown type: resolution decides.
+                self.facts.bindings.append(Binding(holder, name, "()" + callee))
+
+    def imports(self, node: Node, scope: _Scope) -> None:
+        line = node.start_point[0] + 1
+        if node.type == "import_statement":
+            for item in node.named_children:
+                if item.type == "aliased_import":
+                    module = _text(item.child_by_field_name("name"))
+                    self.facts.imports.append(
+                        Import(module, None, _text(item.child_by_field_name("alias")), scope.qname, line)
+                    )
+                elif item.type == "dotted_name":
+                    module = _text(item)
+                    # `import a.b` binds `a`; `a.b.f()` is then resolved through it.
+                    self.facts.imports.append(
+                        Import(module.split(".")[0], None, module.split(".")[0], scope.qname, line)
+                    )
+            return
+        source = node.child_by_field_name("module_name")
+        module = self.absolute(source)
+        for item in node.named_children:
+            if item == source:
+                continue
+            if item.type == "aliased_import":
+                name = _text(item.child_by_field_name("name"))
+                self.facts.imports.append(
+                    Import(module, name, _text(item.child_by_field_name("alias")), scope.qname, line)
+                )
+            elif item.type == "dotted_name":
+                name = _text(item)
+                self.facts.imports.append(Import(module, name, name.split(".")[-1], scope.qname, line))
+            elif item.type == "wildcard_import":
+                self.facts.imports.append(Import(module, "*", "*", scope.qname, line))
+
+    def absolute(self, source: Node | None) -> str:
+        """The absolute module of a `from … import`, resolving leading dots against this file's package."""
+        if source is None:
+            return ""
+        if source.type != "relative_import":
+            return _text(source)
+        prefix = next((c for c in source.children if c.type == "import_prefix"), None)
+        dots = len(_text(prefix))
+        rest = next((c for c in source.children if c.type == "dotted_name"), None)
+        base = self.package.split(".") if self.package else []
+        base = base[: len(base) - (dots - 1)] if dots > 1 else base
+        return ".".join([*base, *([_text(rest)] if rest is not None else [])])
+
+
+def extract_python(path: str, source: bytes) -> FileFacts:
+    """Symbols, references, imports and instance bindings of one Python file (path relative to the repo root)."""
+    module = module_name(path)
+    is_package = path.endswith("__init__.py")
+    package = module if is_package else module.rpartition(".")[0]
+    facts = FileFacts(path, "python", module)
+    tree = _parser().parse(source)
+    root = tree.root_node
+    end = root.end_point
+    facts.symbols.append(
+        Symbol("module", module.rpartition(".")[2] or module, module, path, 1, 0, end[0] + 1, None, _docstring(root))
+    )
+    walker = _Walker(facts, package)
+    walker.seen[module] = 1
+    walker.walk(root, _Scope(module, "module", None))
+    return facts

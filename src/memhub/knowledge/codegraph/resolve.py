@@ -1,0 +1,308 @@
+"""References → edges, in tiers, each edge saying how it was resolved and how sure that is.
+
+T1 scope: the name is defined in an enclosing scope (Python's LEGB; class bodies are not enclosing
+   scopes for their methods).
+T2 import: the name was imported; the import is followed to the module or symbol it names.
+T3 receiver: `self` / `cls` is the enclosing class, walked through its bases; a local bound to an
+   instance (`x = Client()`, `x: Client`, `self.client = Client()`) is that class.
+T4 unique name: nothing above applied, and exactly one function or method in the repository has the
+   called name, and the receiver is not something imported from outside.
+Otherwise the reference is unresolved: with several candidates it is listed with them (never one
+picked silently); with none it calls outside the repository (a builtin, a library) and is counted.
+Calling a class is `instantiates` plus `calls` of its `__init__` when the repository defines one.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from memhub.knowledge.codegraph.facts import FileFacts, Reference, Symbol
+
+Resolution = Literal["exact", "import", "scope", "receiver", "unique_name"]
+EdgeKind = Literal["calls", "instantiates", "inherits", "overrides", "decorates"]
+CONFIDENCE: dict[str, float] = {"exact": 1.0, "import": 0.95, "scope": 0.9, "receiver": 0.8, "unique_name": 0.5}
+CANDIDATES_MAX = 10
+_BUILTINS = frozenset(dir(builtins))
+_SELF = ("self", "cls")
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A resolved relation between two symbols (qualified names), where it is written and how it was found."""
+
+    src: str
+    dst: str
+    kind: EdgeKind
+    file: str
+    line: int
+    col: int
+    resolution: Resolution
+    confidence: float
+
+
+@dataclass(frozen=True, slots=True)
+class Unresolved:
+    """A reference with several possible targets; none is picked."""
+
+    src: str
+    target: str
+    kind: str
+    file: str
+    line: int
+    candidates: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class Graph:
+    """Symbols by qualified name, edges, unresolved references and how many calls left the repository."""
+
+    symbols: dict[str, Symbol] = field(default_factory=dict)
+    edges: list[Edge] = field(default_factory=list)
+    unresolved: list[Unresolved] = field(default_factory=list)
+    external: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Entity:
+    """What an expression denotes: a symbol, an instance of a class, or something outside the repository."""
+
+    kind: Literal["symbol", "instance", "external"]
+    qname: str
+    resolution: Resolution
+
+
+class _Resolver:
+    def __init__(self, files: Iterable[FileFacts]) -> None:
+        self.files = list(files)
+        self.graph = Graph()
+        self.members: dict[str, dict[str, str]] = defaultdict(dict)
+        self.imports: dict[str, dict[str, tuple[str, str | None]]] = defaultdict(dict)
+        self.types: dict[str, dict[str, str]] = defaultdict(dict)
+        self.by_name: dict[str, list[str]] = defaultdict(list)
+        for facts in self.files:
+            for symbol in facts.symbols:
+                self.graph.symbols.setdefault(symbol.qname, symbol)
+                if symbol.parent is not None:
+                    self.members[symbol.parent].setdefault(symbol.name, symbol.qname)
+                if symbol.kind in ("function", "method", "class"):
+                    self.by_name[symbol.name].append(symbol.qname)
+            for imp in facts.imports:
+                self.imports[imp.scope][imp.alias] = (imp.module, imp.name)
+            for binding in facts.bindings:
+                self.types[binding.scope].setdefault(binding.name, binding.type_expr)
+        self._mro: dict[str, list[str]] = {}
+
+    # -- scopes ------------------------------------------------------------------------------------------
+
+    def chain(self, scope: str) -> list[str]:
+        """Scopes to search for a bare name: the scope, enclosing functions, then the module (not classes)."""
+        out = [scope]
+        symbol = self.graph.symbols.get(scope)
+        while symbol is not None and symbol.parent is not None:
+            parent = self.graph.symbols.get(symbol.parent)
+            if parent is not None and parent.kind != "class":
+                out.append(parent.qname)
+            symbol = parent
+        return out
+
+    def enclosing_class(self, scope: str) -> str | None:
+        symbol = self.graph.symbols.get(scope)
+        while symbol is not None:
+            if symbol.kind == "method":
+                return symbol.parent
+            symbol = self.graph.symbols.get(symbol.parent) if symbol.parent else None
+        return None
+
+    # -- names -------------------------------------------------------------------------------------------
+
+    def module_or_symbol(self, dotted: str, name: str | None) -> str | None:
+        """The repository symbol an import names (`from m import f` → `m.f`; `import m` → `m`)."""
+        full = f"{dotted}.{name}" if name and name != "*" else dotted
+        if full in self.graph.symbols:
+            return full
+        if name and dotted in self.graph.symbols:
+            # `from pkg import name` where `name` is re-exported by pkg/__init__.py.
+            return self.member(dotted, name)
+        return None
+
+    def member(self, owner: str, name: str) -> str | None:
+        """`name` defined in `owner`, through the bases when the owner is a class; follows re-exports."""
+        for klass in (
+            self.mro(owner)
+            if self.graph.symbols.get(owner, None) and self.graph.symbols[owner].kind == "class"
+            else [owner]
+        ):
+            found = self.members.get(klass, {}).get(name)
+            if found:
+                return found
+        imported = self.imports.get(owner, {}).get(name)
+        if imported is not None:
+            return self.module_or_symbol(*imported)
+        return None
+
+    def mro(self, klass: str) -> list[str]:
+        """The class and its repository bases, depth-first left to right without repeats (C3 for simple trees)."""
+        if klass in self._mro:
+            return self._mro[klass]
+        self._mro[klass] = [klass]  # guards against inheritance cycles in broken code
+        order = [klass]
+        symbol = self.graph.symbols.get(klass)
+        if symbol is not None:
+            scope = symbol.parent or klass
+            for base in symbol.bases:
+                entity = self.entity(base, scope)
+                if entity is not None and entity.kind == "symbol":
+                    for item in self.mro(entity.qname):
+                        if item not in order:
+                            order.append(item)
+        self._mro[klass] = order
+        return order
+
+    def head(self, name: str, scope: str) -> _Entity | None:
+        if name in _SELF:
+            klass = self.enclosing_class(scope)
+            if klass is not None:
+                return _Entity("instance", klass, "receiver")
+        for s in self.chain(scope):
+            if name in self.members.get(s, {}):
+                return _Entity("symbol", self.members[s][name], "scope")
+            if name in self.imports.get(s, {}):
+                module, imported = self.imports[s][name]
+                found = self.module_or_symbol(module, imported)
+                return (
+                    _Entity("symbol", found, "import")
+                    if found
+                    else _Entity("external", f"{module}.{imported or ''}", "import")
+                )
+            if name in self.types.get(s, {}):
+                return self.instance_of(self.types[s][name], s)
+        if name in _BUILTINS:
+            return _Entity("external", f"builtins.{name}", "exact")
+        return None
+
+    def instance_of(self, type_expr: str, scope: str) -> _Entity | None:
+        """An instance of the class a binding names (`()C` = the result of calling C); None when unknown."""
+        entity = self.entity(type_expr.removeprefix("()"), scope)
+        if entity is None or entity.kind != "symbol" or self.graph.symbols[entity.qname].kind != "class":
+            return None  # calling a function gives a value of unknown type
+        return _Entity("instance", entity.qname, "receiver")
+
+    def entity(self, dotted: str, scope: str) -> _Entity | None:
+        """What a dotted expression denotes, attribute by attribute."""
+        parts = dotted.split(".")
+        current = self.head(parts[0], scope)
+        for attr in parts[1:]:
+            if current is None or current.kind == "external":
+                return current
+            owner = current.qname
+            found = self.member(owner, attr)
+            if current.kind == "instance" and found is None:
+                # An attribute holding an instance: `self.client = Client()` recorded on the class.
+                for klass in self.mro(owner):
+                    if attr in self.types.get(klass, {}):
+                        current = self.instance_of(self.types[klass][attr], klass)
+                        break
+                else:
+                    return None
+                continue
+            if found is None:
+                return None
+            resolution: Resolution = "receiver" if current.kind == "instance" else current.resolution
+            current = _Entity("symbol", found, resolution)
+        return current
+
+    # -- references --------------------------------------------------------------------------------------
+
+    def add(self, ref: Reference, dst: str, kind: str, resolution: Resolution) -> None:
+        self.graph.edges.append(
+            Edge(ref.scope, dst, kind, ref.file, ref.line, ref.col, resolution, CONFIDENCE[resolution])  # type: ignore[arg-type]
+        )
+
+    def call(self, ref: Reference) -> None:
+        target = None if ref.target.startswith("?.") else self.entity(ref.target, ref.scope)
+        if target is not None and target.kind == "external":
+            self.graph.external += 1
+            return
+        if target is not None and target.kind == "symbol":
+            symbol = self.graph.symbols[target.qname]
+            if symbol.kind == "class":
+                self.add(ref, symbol.qname, "instantiates", target.resolution)
+                init = self.member(symbol.qname, "__init__")
+                if init is not None:
+                    self.add(ref, init, "calls", target.resolution)
+            elif symbol.kind in ("function", "method"):
+                self.add(ref, symbol.qname, "decorates" if ref.kind == "decorates" else "calls", target.resolution)
+            return
+        self.fallback(ref)
+
+    def fallback(self, ref: Reference) -> None:
+        """T4: a unique function or method of that name, unless the receiver is imported from outside."""
+        name = ref.target.rpartition(".")[2]
+        head = ref.target.split(".")[0]
+        if head != "?" and "." in ref.target:
+            entity = self.head(head, ref.scope)
+            if entity is not None and entity.kind == "external":
+                self.graph.external += 1
+                return
+        candidates = [q for q in self.by_name.get(name, []) if self.graph.symbols[q].kind in ("function", "method")]
+        if len(candidates) == 1:
+            self.add(ref, candidates[0], "calls", "unique_name")
+        elif candidates:
+            self.graph.unresolved.append(
+                Unresolved(ref.scope, ref.target, ref.kind, ref.file, ref.line, tuple(candidates[:CANDIDATES_MAX]))
+            )
+        else:
+            self.graph.external += 1
+
+    def inheritance(self) -> None:
+        """`inherits` from each class to its repository bases; `overrides` from a method to the one it hides."""
+        for symbol in list(self.graph.symbols.values()):
+            if symbol.kind == "method" and symbol.parent is not None:
+                for klass in self.mro(symbol.parent)[1:]:
+                    hidden = self.members.get(klass, {}).get(symbol.name)
+                    if hidden is not None:
+                        self.graph.edges.append(
+                            Edge(
+                                symbol.qname,
+                                hidden,
+                                "overrides",
+                                symbol.file,
+                                symbol.line,
+                                symbol.col,
+                                "scope",
+                                CONFIDENCE["scope"],
+                            )
+                        )
+                        break
+            for base in symbol.bases:
+                entity = self.entity(base, symbol.parent or symbol.qname)
+                if entity is not None and entity.kind == "symbol":
+                    self.graph.edges.append(
+                        Edge(
+                            symbol.qname,
+                            entity.qname,
+                            "inherits",
+                            symbol.file,
+                            symbol.line,
+                            symbol.col,
+                            entity.resolution,
+                            CONFIDENCE[entity.resolution],
+                        )
+                    )
+
+    def run(self) -> Graph:
+        for facts in self.files:
+            for ref in facts.references:
+                if ref.kind in ("call", "decorates"):
+                    self.call(ref)
+        self.inheritance()
+        return self.graph
+
+
+def resolve(files: Iterable[FileFacts]) -> Graph:
+    """Resolve the references of all files of one repository against each other."""
+    return _Resolver(files).run()
