@@ -26,8 +26,59 @@ Resolution = Literal["exact", "import", "scope", "receiver", "unique_name"]
 EdgeKind = Literal["calls", "instantiates", "inherits", "overrides", "decorates"]
 CONFIDENCE: dict[str, float] = {"exact": 1.0, "import": 0.95, "scope": 0.9, "receiver": 0.8, "unique_name": 0.5}
 CANDIDATES_MAX = 10
-_BUILTINS = frozenset(dir(builtins))
-_SELF = ("self", "cls")
+
+
+@dataclass(frozen=True, slots=True)
+class LanguageRules:
+    """What the resolver must know per language: names meaning "this object", and globals outside the repo."""
+
+    receivers: frozenset[str]
+    builtins: frozenset[str]
+
+
+_JS_GLOBALS = frozenset(
+    [
+        "console",
+        "Math",
+        "JSON",
+        "Object",
+        "Array",
+        "String",
+        "Number",
+        "Boolean",
+        "Promise",
+        "Date",
+        "RegExp",
+        "Error",
+        "Map",
+        "Set",
+        "WeakMap",
+        "Symbol",
+        "parseInt",
+        "parseFloat",
+        "isNaN",
+        "setTimeout",
+        "clearTimeout",
+        "setInterval",
+        "clearInterval",
+        "require",
+        "module",
+        "exports",
+        "process",
+        "window",
+        "document",
+        "globalThis",
+        "fetch",
+        "Buffer",
+        "structuredClone",
+        "queueMicrotask",
+    ]
+)
+RULES: dict[str, LanguageRules] = {
+    "python": LanguageRules(frozenset({"self", "cls"}), frozenset(dir(builtins))),
+    "javascript": LanguageRules(frozenset({"this"}), _JS_GLOBALS),
+    "typescript": LanguageRules(frozenset({"this"}), _JS_GLOBALS),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +134,9 @@ class _Resolver:
         self.imports: dict[str, dict[str, tuple[str, str | None]]] = defaultdict(dict)
         self.types: dict[str, dict[str, str]] = defaultdict(dict)
         self.by_name: dict[str, list[str]] = defaultdict(list)
+        self.languages: dict[str, str] = {}
         for facts in self.files:
+            self.languages[facts.path] = facts.language
             for symbol in facts.symbols:
                 self.graph.symbols.setdefault(symbol.qname, symbol)
                 if symbol.parent is not None:
@@ -162,8 +215,14 @@ class _Resolver:
         self._mro[klass] = order
         return order
 
+    def rules(self, scope: str) -> LanguageRules:
+        symbol = self.graph.symbols.get(scope)
+        language = self.languages.get(symbol.file, "python") if symbol is not None else "python"
+        return RULES.get(language, RULES["python"])
+
     def head(self, name: str, scope: str) -> _Entity | None:
-        if name in _SELF:
+        rules = self.rules(scope)
+        if name in rules.receivers:
             klass = self.enclosing_class(scope)
             if klass is not None:
                 return _Entity("instance", klass, "receiver")
@@ -180,7 +239,7 @@ class _Resolver:
                 )
             if name in self.types.get(s, {}):
                 return self.instance_of(self.types[s][name], s)
-        if name in _BUILTINS:
+        if name in rules.builtins:
             return _Entity("external", f"builtins.{name}", "exact")
         return None
 
