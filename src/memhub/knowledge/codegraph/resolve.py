@@ -34,6 +34,7 @@ class LanguageRules:
 
     receivers: frozenset[str]
     builtins: frozenset[str]
+    constructor: str = "__init__"
 
 
 _JS_GLOBALS = frozenset(
@@ -76,8 +77,8 @@ _JS_GLOBALS = frozenset(
 )
 RULES: dict[str, LanguageRules] = {
     "python": LanguageRules(frozenset({"self", "cls"}), frozenset(dir(builtins))),
-    "javascript": LanguageRules(frozenset({"this"}), _JS_GLOBALS),
-    "typescript": LanguageRules(frozenset({"this"}), _JS_GLOBALS),
+    "javascript": LanguageRules(frozenset({"this"}), _JS_GLOBALS, "constructor"),
+    "typescript": LanguageRules(frozenset({"this"}), _JS_GLOBALS, "constructor"),
 }
 
 
@@ -290,7 +291,7 @@ class _Resolver:
             symbol = self.graph.symbols[target.qname]
             if symbol.kind == "class":
                 self.add(ref, symbol.qname, "instantiates", target.resolution)
-                init = self.member(symbol.qname, "__init__")
+                init = self.member(symbol.qname, self.rules(symbol.qname).constructor)
                 if init is not None:
                     self.add(ref, init, "calls", target.resolution)
             elif symbol.kind in ("function", "method"):
