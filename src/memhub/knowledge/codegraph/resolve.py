@@ -20,10 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from memhub.knowledge.codegraph.facts import FileFacts, Reference, Symbol
+from memhub.store.graph_records import Edge, FileFacts, Reference, Resolution, Symbol, Unresolved
 
-Resolution = Literal["exact", "import", "scope", "receiver", "unique_name"]
-EdgeKind = Literal["calls", "instantiates", "inherits", "overrides", "decorates"]
 CONFIDENCE: dict[str, float] = {"exact": 1.0, "import": 0.95, "scope": 0.9, "receiver": 0.8, "unique_name": 0.5}
 CANDIDATES_MAX = 10
 
@@ -80,32 +78,6 @@ RULES: dict[str, LanguageRules] = {
     "javascript": LanguageRules(frozenset({"this"}), _JS_GLOBALS, "constructor"),
     "typescript": LanguageRules(frozenset({"this"}), _JS_GLOBALS, "constructor"),
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Edge:
-    """A resolved relation between two symbols (qualified names), where it is written and how it was found."""
-
-    src: str
-    dst: str
-    kind: EdgeKind
-    file: str
-    line: int
-    col: int
-    resolution: Resolution
-    confidence: float
-
-
-@dataclass(frozen=True, slots=True)
-class Unresolved:
-    """A reference with several possible targets; none is picked."""
-
-    src: str
-    target: str
-    kind: str
-    file: str
-    line: int
-    candidates: tuple[str, ...]
 
 
 @dataclass(slots=True)
