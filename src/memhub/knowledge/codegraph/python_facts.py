@@ -39,15 +39,17 @@ def _text(node: Node | None) -> str:
 
 def expression_name(node: Node | None) -> str | None:
     """The dotted text of a name expression (`a`, `a.b.c`); None for anything computed (`f().g`, `x[0].y`)."""
-    if node is None:
-        return None
-    if node.type == "identifier":
-        return _text(node)
-    if node.type == "attribute":
-        head = expression_name(node.child_by_field_name("object"))
+    parts: list[str] = []
+    while node is not None and node.type == "attribute":
         attr = node.child_by_field_name("attribute")
-        return f"{head}.{_text(attr)}" if head and attr is not None else None
-    return None
+        if attr is None:
+            return None
+        parts.append(_text(attr))
+        node = node.child_by_field_name("object")
+    if node is None or node.type != "identifier":
+        return None
+    parts.append(_text(node))
+    return ".".join(reversed(parts))
 
 
 def _docstring(body: Node | None) -> str:
@@ -72,6 +74,7 @@ class _Walker:
     facts: FileFacts
     package: str
     seen: dict[str, int] = field(default_factory=dict)
+    stack: list[tuple[Node, _Scope]] = field(default_factory=list)
 
     def qualify(self, parent: str, name: str) -> str:
         qname = f"{parent}.{name}" if parent else name
@@ -81,8 +84,15 @@ class _Walker:
         return qname if count == 0 else f"{qname}@{count + 1}"
 
     def walk(self, node: Node, scope: _Scope) -> None:
-        for child in node.children:
-            self.visit(child, scope)
+        """Queue the node's children (document order); `run` visits them. An explicit stack, not recursion:
+        generated code nests expressions thousands deep."""
+        self.stack.extend((child, scope) for child in reversed(node.children))
+
+    def run(self, root: Node, scope: _Scope) -> None:
+        self.walk(root, scope)
+        while self.stack:
+            node, current = self.stack.pop()
+            self.visit(node, current)
 
     def visit(self, node: Node, scope: _Scope) -> None:
         kind = node.type
@@ -290,5 +300,5 @@ def extract_python(path: str, source: bytes) -> FileFacts:
     )
     walker = _Walker(facts, package)
     walker.seen[module] = 1
-    walker.walk(root, _Scope(module, "module", None))
+    walker.run(root, _Scope(module, "module", None))
     return facts

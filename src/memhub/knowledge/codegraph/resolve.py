@@ -121,6 +121,7 @@ class _Resolver:
             for binding in facts.bindings:
                 self.types[binding.scope].setdefault(binding.name, binding.type_expr)
         self._mro: dict[str, list[str]] = {}
+        self._typing: set[tuple[str, str]] = set()
 
     # -- scopes ------------------------------------------------------------------------------------------
 
@@ -218,7 +219,14 @@ class _Resolver:
 
     def instance_of(self, type_expr: str, scope: str) -> _Entity | None:
         """An instance of the class a binding names (`()C` = the result of calling C); None when unknown."""
-        entity = self.entity(type_expr.removeprefix("()"), scope)
+        key = (type_expr, scope)
+        if key in self._typing:
+            return None  # `x = x()` or bindings naming each other: no type, rather than endless recursion
+        self._typing.add(key)
+        try:
+            entity = self.entity(type_expr.removeprefix("()"), scope)
+        finally:
+            self._typing.discard(key)
         if entity is None or entity.kind != "symbol" or self.graph.symbols[entity.qname].kind != "class":
             return None  # calling a function gives a value of unknown type
         return _Entity("instance", entity.qname, "receiver")

@@ -1,0 +1,305 @@
+"""SQLite implementation of the code-graph store: one database file per graph generation.
+
+A build copies the previous generation's file (SQLite's online backup), applies its changes and
+commits; the service then points the graph at the new file, so readers never see a half-written
+graph. Closures are recursive CTEs with a depth cap; FTS5 indexes names, qualified names and docs.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from memhub.store.graph import Direction, FileRecord, GraphWriter, Reached
+from memhub.store.graph_records import Binding, Edge, FileFacts, Import, Reference, Symbol, Unresolved
+
+SCHEMA = """
+    CREATE TABLE IF NOT EXISTS files (
+        path TEXT PRIMARY KEY, language TEXT NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL,
+        parse_errors INTEGER NOT NULL, facts_json TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS symbols (
+        qname TEXT PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL, file TEXT NOT NULL, line INTEGER NOT NULL,
+        col INTEGER NOT NULL, end_line INTEGER NOT NULL, parent TEXT, doc TEXT NOT NULL, signature TEXT NOT NULL,
+        bases_json TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS symbols_by_name ON symbols (name);
+    CREATE INDEX IF NOT EXISTS symbols_by_file ON symbols (file, line);
+    CREATE TABLE IF NOT EXISTS edges (
+        src TEXT NOT NULL, dst TEXT NOT NULL, kind TEXT NOT NULL, file TEXT NOT NULL, line INTEGER NOT NULL,
+        col INTEGER NOT NULL, resolution TEXT NOT NULL, confidence REAL NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS edges_by_dst ON edges (dst, kind);
+    CREATE INDEX IF NOT EXISTS edges_by_src ON edges (src, kind);
+    CREATE TABLE IF NOT EXISTS unresolved (
+        src TEXT NOT NULL, target TEXT NOT NULL, kind TEXT NOT NULL, file TEXT NOT NULL, line INTEGER NOT NULL,
+        candidates_json TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS unresolved_by_src ON unresolved (src);
+    CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(
+        qname UNINDEXED, name, path, doc, tokenize = 'unicode61 remove_diacritics 2'
+    );
+    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+_SYMBOL_COLUMNS = "qname, kind, name, file, line, col, end_line, parent, doc, signature, bases_json"
+
+
+def _facts_json(facts: FileFacts) -> str:
+    return json.dumps(
+        {
+            "module": facts.module,
+            "symbols": [asdict(s) for s in facts.symbols],
+            "references": [asdict(r) for r in facts.references],
+            "imports": [asdict(i) for i in facts.imports],
+            "bindings": [asdict(b) for b in facts.bindings],
+        },
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def _facts_from(record: sqlite3.Row) -> FileFacts:
+    data = json.loads(record["facts_json"])
+    return FileFacts(
+        record["path"],
+        record["language"],
+        data["module"],
+        [Symbol(**{**s, "bases": tuple(s["bases"])}) for s in data["symbols"]],
+        [Reference(**r) for r in data["references"]],
+        [Import(**i) for i in data["imports"]],
+        [Binding(**b) for b in data["bindings"]],
+        record["parse_errors"],
+    )
+
+
+def _symbol(row: sqlite3.Row) -> Symbol:
+    return Symbol(
+        row["kind"],
+        row["name"],
+        row["qname"],
+        row["file"],
+        row["line"],
+        row["col"],
+        row["end_line"],
+        row["parent"],
+        row["doc"],
+        row["signature"],
+        tuple(json.loads(row["bases_json"])),
+    )
+
+
+def _edge(row: sqlite3.Row) -> Edge:
+    return Edge(
+        row["src"], row["dst"], row["kind"], row["file"], row["line"], row["col"], row["resolution"], row["confidence"]
+    )
+
+
+def _fts_query(query: str) -> str:
+    # Every word as a quoted prefix term, OR-ed: `send payl` finds `send_payload`-style names and docs.
+    words = [w for w in "".join(c if c.isalnum() or c == "_" else " " for c in query).split() if w]
+    return " OR ".join(f'"{w}"*' for w in words[:16])
+
+
+class SQLiteGraph(GraphWriter):
+    """One generation's database file; `copy_from` starts a generation from the previous one."""
+
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
+        self.path = path
+        if readonly:
+            self.con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.con = sqlite3.connect(path, check_same_thread=False)
+            self.con.executescript(SCHEMA)
+        self.con.row_factory = sqlite3.Row
+
+    @classmethod
+    def copy_from(cls, previous: Path, path: Path) -> SQLiteGraph:
+        """A new writable generation holding everything the previous one held."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+        source = sqlite3.connect(f"file:{previous}?mode=ro", uri=True)
+        target = sqlite3.connect(path)
+        try:
+            source.backup(target)
+        finally:
+            source.close()
+            target.close()
+        return cls(path)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.con.close()
+
+    # -- writing ----------------------------------------------------------------------------------------
+
+    def put_files(self, records: Sequence[tuple[FileRecord, FileFacts]]) -> None:
+        self.con.executemany(
+            "INSERT OR REPLACE INTO files (path, language, sha256, size, parse_errors, facts_json) "
+            "VALUES (?,?,?,?,?,?)",
+            [(r.path, r.language, r.sha256, r.size, r.parse_errors, _facts_json(f)) for r, f in records],
+        )
+
+    def drop_files(self, paths: Sequence[str]) -> None:
+        self.con.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in paths])
+
+    def put_graph(
+        self, symbols: Iterable[Symbol], edges: Iterable[Edge], unresolved: Iterable[Unresolved], meta: dict[str, Any]
+    ) -> None:
+        con = self.con
+        for table in ("symbols", "edges", "unresolved", "symbols_fts", "meta"):
+            con.execute(f"DELETE FROM {table}")
+        rows = [
+            (
+                s.qname,
+                s.kind,
+                s.name,
+                s.file,
+                s.line,
+                s.col,
+                s.end_line,
+                s.parent,
+                s.doc,
+                s.signature,
+                json.dumps(s.bases),
+            )
+            for s in symbols
+        ]
+        con.executemany(f"INSERT OR IGNORE INTO symbols ({_SYMBOL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
+        con.executemany(
+            "INSERT INTO symbols_fts (qname, name, path, doc) VALUES (?,?,?,?)",
+            [(r[0], r[2], r[0].replace(".", " ").replace("/", " "), r[8]) for r in rows],
+        )
+        con.executemany(
+            "INSERT INTO edges (src, dst, kind, file, line, col, resolution, confidence) VALUES (?,?,?,?,?,?,?,?)",
+            [(e.src, e.dst, e.kind, e.file, e.line, e.col, e.resolution, e.confidence) for e in edges],
+        )
+        con.executemany(
+            "INSERT INTO unresolved (src, target, kind, file, line, candidates_json) VALUES (?,?,?,?,?,?)",
+            [(u.src, u.target, u.kind, u.file, u.line, json.dumps(u.candidates)) for u in unresolved],
+        )
+        con.executemany("INSERT INTO meta (key, value) VALUES (?,?)", [(k, json.dumps(v)) for k, v in meta.items()])
+
+    def commit(self) -> None:
+        self.con.commit()
+
+    # -- reading ----------------------------------------------------------------------------------------
+
+    def files(self) -> list[FileRecord]:
+        rows = self.con.execute("SELECT path, language, sha256, size, parse_errors FROM files ORDER BY path")
+        return [FileRecord(*row) for row in rows]
+
+    def file_facts(self, paths: Iterable[str] | None = None) -> list[FileFacts]:
+        if paths is None:
+            rows = self.con.execute("SELECT * FROM files ORDER BY path").fetchall()
+        else:
+            wanted = list(paths)
+            rows = [
+                r
+                for chunk in range(0, len(wanted), 500)
+                for r in self.con.execute(
+                    f"SELECT * FROM files WHERE path IN ({','.join('?' * len(wanted[chunk : chunk + 500]))})",
+                    wanted[chunk : chunk + 500],
+                )
+            ]
+        return [_facts_from(r) for r in rows]
+
+    def symbols_named(self, name: str, *, limit: int = 50) -> list[Symbol]:
+        rows = self.con.execute(
+            f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE qname = ? "
+            f"UNION SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE name = ? "
+            "ORDER BY qname LIMIT ?",
+            (name, name, limit),
+        )
+        return [_symbol(r) for r in rows]
+
+    def search_symbols(self, query: str, *, kind: str | None = None, limit: int = 10) -> list[Symbol]:
+        match = _fts_query(query)
+        if not match:
+            return []
+        sql = (
+            f"SELECT {', '.join('s.' + c.strip() for c in _SYMBOL_COLUMNS.split(','))} FROM symbols_fts f "
+            "JOIN symbols s ON s.qname = f.qname WHERE symbols_fts MATCH ?"
+        )
+        params: list[Any] = [match]
+        if kind:
+            sql += " AND s.kind = ?"
+            params.append(kind)
+        sql += " ORDER BY bm25(symbols_fts, 0, 10.0, 2.0, 1.0), s.qname LIMIT ?"
+        params.append(limit)
+        return [_symbol(r) for r in self.con.execute(sql, params)]
+
+    def edges_of(self, qnames: Sequence[str], direction: Direction, *, kinds: Sequence[str], limit: int) -> list[Edge]:
+        if not qnames:
+            return []
+        key = "dst" if direction == "callers" else "src"
+        sql = (
+            f"SELECT * FROM edges WHERE {key} IN ({','.join('?' * len(qnames))}) "
+            f"AND kind IN ({','.join('?' * len(kinds))}) ORDER BY file, line, col LIMIT ?"
+        )
+        return [_edge(r) for r in self.con.execute(sql, [*qnames, *kinds, limit])]
+
+    def closure(
+        self, qnames: Sequence[str], direction: Direction, *, kinds: Sequence[str], depth: int, limit: int
+    ) -> tuple[list[Reached], bool]:
+        if not qnames:
+            return [], False
+        near, far = ("dst", "src") if direction == "callers" else ("src", "dst")
+        seeds = ",".join("?" * len(qnames))
+        kind_list = ",".join("?" * len(kinds))
+        # Breadth-first by depth; a node is reported at its smallest depth (deduplicated below).
+        sql = f"""
+            WITH RECURSIVE walk(node, depth, via, kind, file, line, resolution, confidence) AS (
+                SELECT e.{far}, 1, e.{near}, e.kind, e.file, e.line, e.resolution, e.confidence
+                FROM edges e WHERE e.{near} IN ({seeds}) AND e.kind IN ({kind_list})
+                UNION
+                SELECT e.{far}, w.depth + 1, e.{near}, e.kind, e.file, e.line, e.resolution, e.confidence
+                FROM walk w JOIN edges e ON e.{near} = w.node
+                WHERE w.depth < ? AND e.kind IN ({kind_list})
+            )
+            SELECT node, MIN(depth) AS depth, via, kind, file, line, resolution, confidence
+            FROM walk WHERE node NOT IN ({seeds}) GROUP BY node ORDER BY depth, node LIMIT ?
+        """
+        params = [*qnames, *kinds, depth, *kinds, *qnames, limit + 1]
+        rows = self.con.execute(sql, params).fetchall()
+        reached = [Reached(*row) for row in rows[:limit]]
+        return reached, len(rows) > limit
+
+    def unresolved_for(self, qnames: Sequence[str], *, limit: int) -> list[Unresolved]:
+        if not qnames:
+            return []
+        marks = ",".join("?" * len(qnames))
+        rows = self.con.execute(
+            f"SELECT * FROM unresolved WHERE src IN ({marks}) ORDER BY file, line LIMIT ?",
+            [*qnames, limit],
+        ).fetchall()
+        found = [
+            Unresolved(r["src"], r["target"], r["kind"], r["file"], r["line"], tuple(json.loads(r["candidates_json"])))
+            for r in rows
+        ]
+        if len(found) < limit:
+            wanted = set(qnames)
+            for r in self.con.execute("SELECT * FROM unresolved ORDER BY file, line"):
+                candidates = tuple(json.loads(r["candidates_json"]))
+                if wanted.intersection(candidates) and r["src"] not in wanted:
+                    found.append(Unresolved(r["src"], r["target"], r["kind"], r["file"], r["line"], candidates))
+                    if len(found) >= limit:
+                        break
+        return found
+
+    def counts(self) -> dict[str, int]:
+        one = self.con.execute
+        return {
+            "files": one("SELECT COUNT(*) FROM files").fetchone()[0],
+            "symbols": one("SELECT COUNT(*) FROM symbols").fetchone()[0],
+            "edges": one("SELECT COUNT(*) FROM edges").fetchone()[0],
+            "unresolved": one("SELECT COUNT(*) FROM unresolved").fetchone()[0],
+            "parse_errors": one("SELECT COALESCE(SUM(parse_errors), 0) FROM files").fetchone()[0],
+        }
+
+    def meta(self) -> dict[str, Any]:
+        return {row["key"]: json.loads(row["value"]) for row in self.con.execute("SELECT key, value FROM meta")}

@@ -1,0 +1,160 @@
+"""Indexing a tree into a graph generation: discovery rules, the stored graph, incremental == clean rebuild."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memhub.knowledge.codegraph.indexer import discover, index_tree
+from memhub.knowledge.codegraph.python_facts import extract_python
+from memhub.knowledge.codegraph.resolve import resolve
+from memhub.store.sqlite_graph import SQLiteGraph
+
+PROJECT = Path(__file__).parent / "fixtures" / "pyproj"
+
+
+def _copy(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    shutil.copytree(PROJECT, root)
+    return root
+
+
+def _snapshot(db: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]], list[tuple[object, ...]]]:
+    graph = SQLiteGraph(db, readonly=True)
+    try:
+        edges = sorted(tuple(r) for r in graph.con.execute("SELECT * FROM edges"))
+        symbols = sorted(tuple(r) for r in graph.con.execute("SELECT * FROM symbols"))
+        unresolved = sorted(tuple(r) for r in graph.con.execute("SELECT * FROM unresolved"))
+    finally:
+        graph.close()
+    return edges, symbols, unresolved
+
+
+def test_the_stored_graph_is_the_resolved_graph(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    report = index_tree(root, tmp_path / "g1.db")
+    assert sorted(report.added) == sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
+    expected = resolve(
+        extract_python(p.relative_to(root).as_posix(), p.read_bytes()) for p in sorted(root.rglob("*.py"))
+    )
+    graph = SQLiteGraph(tmp_path / "g1.db", readonly=True)
+    try:
+        assert graph.counts()["edges"] == len(expected.edges)
+        assert graph.counts()["symbols"] == len(expected.symbols)
+        callers = graph.edges_of(["shop.util.log"], "callers", kinds=["calls"], limit=50)
+        assert {e.src for e in callers} == {e.src for e in expected.edges if e.dst == "shop.util.log"}
+        found = graph.search_symbols("normalise")
+        assert found[0].qname == "shop.util.normalise"
+        assert [s.qname for s in graph.symbols_named("Session")] == ["shop.client.Session"]
+        reached, truncated = graph.closure(["shop.util.normalise"], "callers", kinds=["calls"], depth=3, limit=50)
+        by_node = {r.qname: r.depth for r in reached}
+        assert by_node["shop.util.slugify"] == 1
+        assert by_node["shop.client.Session.encode"] == 1
+        assert by_node["shop.client.Session.send"] == 2
+        assert by_node["shop.client.Client.get"] == 3
+        assert truncated is False
+        cut, truncated = graph.closure(["shop.util.normalise"], "callers", kinds=["calls"], depth=3, limit=2)
+        assert len(cut) == 2 and truncated is True
+        assert graph.meta()["external_calls"] == expected.external
+    finally:
+        graph.close()
+
+
+def test_an_unchanged_tree_reparses_nothing(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    index_tree(root, tmp_path / "g1.db")
+    again = index_tree(root, tmp_path / "g2.db", tmp_path / "g1.db")
+    assert (again.added, again.changed, again.removed, again.lines_parsed) == ([], [], [], 0)
+    assert again.unchanged == len(list(root.rglob("*.py")))
+    assert _snapshot(tmp_path / "g1.db") == _snapshot(tmp_path / "g2.db")
+
+
+def test_discovery_skips_what_is_not_source(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "ok.py").write_text("def f():\n    pass\n")
+    (root / "pkg" / "big.py").write_bytes(b"x = 1\n" * 50)
+    (root / "node_modules").mkdir()
+    (root / "node_modules" / "dep.py").write_text("def g():\n    pass\n")
+    (root / ".git").mkdir()
+    (root / ".git" / "hook.py").write_text("x = 1\n")
+    (root / "pkg" / "blob.py").write_bytes(b"\x00\x01binary")
+    os.symlink(root, root / "pkg" / "loop")  # a link back up: never followed
+    files, skipped = discover(root, max_bytes=200)
+    assert [rel for rel, _ in files] == ["pkg/blob.py", "pkg/ok.py"]
+    assert [(s.path, s.reason.split(":")[0]) for s in skipped] == [("pkg/big.py", "too large")]
+    report = index_tree(root, tmp_path / "g.db", max_bytes=200)
+    assert report.added == ["pkg/ok.py"]
+    assert [(s.path, s.reason) for s in report.skipped] == [
+        ("pkg/big.py", "too large: 300 bytes (limit 200)"),
+        ("pkg/blob.py", "binary content"),
+    ]
+
+
+def test_syntax_errors_are_counted_per_file(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "bad.py").write_text("def good():\n    helper()\n\ndef broken(:\n    pass\n\ndef helper():\n    pass\n")
+    report = index_tree(root, tmp_path / "g.db")
+    assert report.parse_errors["bad.py"] >= 1
+    graph = SQLiteGraph(tmp_path / "g.db", readonly=True)
+    try:
+        assert graph.counts()["parse_errors"] >= 1
+        assert [e.dst for e in graph.edges_of(["bad.good"], "callees", kinds=["calls"], limit=5)] == ["bad.helper"]
+    finally:
+        graph.close()
+
+
+# -- incremental == clean rebuild ---------------------------------------------------------------------------
+
+_FILES = ["shop/util.py", "shop/client.py", "shop/payments/base.py", "shop/payments/service.py"]
+_EDITS = st.lists(
+    st.tuples(
+        st.sampled_from(["append_call", "delete", "rename", "add_module", "drop_line"]),
+        st.integers(0, len(_FILES) - 1),
+        st.sampled_from(["log", "normalise", "slugify", "make_provider", "build_client", "missing"]),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+def _apply(root: Path, edit: tuple[str, int, str], step: int) -> None:
+    action, which, name = edit
+    candidates = sorted(p for p in root.rglob("*.py"))
+    if not candidates:
+        return
+    target = candidates[which % len(candidates)]
+    if action == "append_call":
+        target.write_text(target.read_text() + f"\n\ndef added_{step}():\n    {name}()\n")
+    elif action == "delete" and len(candidates) > 1:
+        target.unlink()
+    elif action == "rename":
+        target.rename(target.with_name(f"moved_{step}.py"))
+    elif action == "add_module":
+        (root / "shop" / f"extra_{step}.py").write_text(f"from shop.util import {name}\n\n\ndef use():\n    {name}()\n")
+    elif action == "drop_line":
+        lines = target.read_text().splitlines()
+        if lines:
+            target.write_text("\n".join(lines[: len(lines) // 2]) + "\n")
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=_EDITS)
+def test_incremental_index_equals_a_clean_rebuild(tmp_path_factory: object, edits: list[tuple[str, int, str]]) -> None:
+    base = tmp_path_factory.mktemp("inc")  # type: ignore[attr-defined]
+    root = _copy(base)
+    previous = base / "g0.db"
+    index_tree(root, previous)
+    for step, edit in enumerate(edits, start=1):
+        _apply(root, edit, step)
+        current = base / f"g{step}.db"
+        index_tree(root, current, previous)
+        previous = current
+    clean = base / "clean.db"
+    index_tree(root, clean)
+    assert _snapshot(previous) == _snapshot(clean)
