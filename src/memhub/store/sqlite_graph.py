@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -48,14 +47,20 @@ SCHEMA = """
 _SYMBOL_COLUMNS = "qname, kind, name, file, line, col, end_line, parent, doc, signature, bases_json"
 
 
+def _row(record: Symbol | Reference | Import | Binding) -> list[Any]:
+    # Field values in declaration order (slots dataclasses list them in __slots__); asdict deep-copies
+    # every value and was most of the indexing time.
+    return [getattr(record, name) for name in record.__slots__]
+
+
 def _facts_json(facts: FileFacts) -> str:
     return json.dumps(
         {
             "module": facts.module,
-            "symbols": [asdict(s) for s in facts.symbols],
-            "references": [asdict(r) for r in facts.references],
-            "imports": [asdict(i) for i in facts.imports],
-            "bindings": [asdict(b) for b in facts.bindings],
+            "symbols": [_row(s) for s in facts.symbols],
+            "references": [_row(r) for r in facts.references],
+            "imports": [_row(i) for i in facts.imports],
+            "bindings": [_row(b) for b in facts.bindings],
         },
         ensure_ascii=False,
         separators=(",", ":"),
@@ -68,10 +73,10 @@ def _facts_from(record: sqlite3.Row) -> FileFacts:
         record["path"],
         record["language"],
         data["module"],
-        [Symbol(**{**s, "bases": tuple(s["bases"])}) for s in data["symbols"]],
-        [Reference(**r) for r in data["references"]],
-        [Import(**i) for i in data["imports"]],
-        [Binding(**b) for b in data["bindings"]],
+        [Symbol(*s[:-1], tuple(s[-1])) for s in data["symbols"]],
+        [Reference(*r) for r in data["references"]],
+        [Import(*i) for i in data["imports"]],
+        [Binding(*b) for b in data["bindings"]],
         record["parse_errors"],
     )
 

@@ -10,9 +10,11 @@ are re-resolved and the result equals a clean rebuild by construction.
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +26,8 @@ from memhub.store.sqlite_graph import SQLiteGraph
 
 Extractor = Callable[[str, bytes], FileFacts]
 FILE_MAX_BYTES = 1024 * 1024
+# Below this many files to parse, starting worker processes costs more than it saves.
+PARALLEL_MIN_FILES = 200
 # Folders that hold dependencies, build output or tool state, never the repository's own code.
 SKIPPED_DIRS = frozenset(
     {"node_modules", "__pycache__", "venv", ".venv", "env", "dist", "build", "target", "vendor", "site-packages"}
@@ -83,10 +87,33 @@ def discover(root: Path, *, max_bytes: int = FILE_MAX_BYTES) -> tuple[list[tuple
     return found, skipped
 
 
+def _extract_one(job: tuple[str, str, bytes, str]) -> FileFacts:
+    rel, suffix, data, _ = job
+    return _extractors()[suffix][1](rel, data)
+
+
+def _extract_all(todo: list[tuple[str, str, bytes, str]], workers: int) -> list[FileFacts]:
+    """Parse in worker processes when there is enough to do (tree walking is CPU-bound Python)."""
+    if workers <= 1 or len(todo) < PARALLEL_MIN_FILES:
+        return [_extract_one(job) for job in todo]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_extract_one, todo, chunksize=16))
+
+
 def index_tree(
-    root: Path, target: Path, previous: Path | None = None, *, max_bytes: int = FILE_MAX_BYTES, meta: dict | None = None
+    root: Path,
+    target: Path,
+    previous: Path | None = None,
+    *,
+    max_bytes: int = FILE_MAX_BYTES,
+    meta: dict | None = None,
+    workers: int | None = None,
 ) -> IndexReport:
-    """Write a complete generation for the tree at `root` into the database file `target`."""
+    """Write a complete generation for the tree at `root` into the database file `target`.
+
+    `workers` parse processes (default: the CPU count) are used when over PARALLEL_MIN_FILES files changed.
+    """
+    workers = workers if workers is not None else (os.cpu_count() or 1)
     extractors = _extractors()
     report = IndexReport()
     graph = SQLiteGraph.copy_from(previous, target) if previous is not None else SQLiteGraph(target)
@@ -94,7 +121,7 @@ def index_tree(
         stored = {f.path: f for f in graph.files()}
         files, report.skipped = discover(root, max_bytes=max_bytes)
         seen: set[str] = set()
-        batch: list[tuple[FileRecord, FileFacts]] = []
+        todo: list[tuple[str, str, bytes, str]] = []  # (path, suffix, content, sha256) to parse
         started = time.perf_counter()
         for rel, full in files:
             try:
@@ -112,12 +139,13 @@ def index_tree(
                 report.unchanged += 1
                 continue
             (report.changed if old is not None else report.added).append(rel)
-            language, extract = extractors[full.suffix]
-            facts = extract(rel, data)
+            todo.append((rel, full.suffix, data, digest))
+        batch: list[tuple[FileRecord, FileFacts]] = []
+        for (rel, suffix, data, digest), facts in zip(todo, _extract_all(todo, workers), strict=True):
             report.lines_parsed += data.count(b"\n") + 1
             if facts.parse_errors:
                 report.parse_errors[rel] = facts.parse_errors
-            batch.append((FileRecord(rel, language, digest, len(data), facts.parse_errors), facts))
+            batch.append((FileRecord(rel, extractors[suffix][0], digest, len(data), facts.parse_errors), facts))
         report.removed = sorted(set(stored) - seen)
         graph.drop_files(report.removed)
         graph.put_files(batch)

@@ -11,11 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cache
 
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 from memhub.knowledge.codegraph.facts import Binding, FileFacts, Import, Reference, Symbol, SymbolKind
-
-_DEFINITIONS = ("function_definition", "class_definition", "decorated_definition")
 
 
 @cache
@@ -69,12 +67,41 @@ class _Scope:
     class_qname: str | None  # the class whose method this is (for self / cls)
 
 
+# The nodes the extractor reads; tree-sitter finds them in C, so the walk in Python touches only these
+# (about one node in seven) instead of every node of the tree.
+_QUERY_SOURCE = """
+(function_definition) @node
+(class_definition) @node
+(call) @node
+(import_statement) @node
+(import_from_statement) @node
+(assignment) @node
+(decorator) @node
+(ERROR) @node
+"""
+
+
+@cache
+def _query() -> Query:
+    return Query(_parser().language, _QUERY_SOURCE)
+
+
+@dataclass(slots=True)
+class _Open:
+    """A definition whose body the sweep is inside: where it ends, where its body starts, its scopes."""
+
+    end: int
+    body_start: int
+    scope: _Scope
+    outer: _Scope
+
+
 @dataclass(slots=True)
 class _Walker:
     facts: FileFacts
     package: str
     seen: dict[str, int] = field(default_factory=dict)
-    stack: list[tuple[Node, _Scope]] = field(default_factory=list)
+    open: list[_Open] = field(default_factory=list)
 
     def qualify(self, parent: str, name: str) -> str:
         qname = f"{parent}.{name}" if parent else name
@@ -83,29 +110,29 @@ class _Walker:
         # A name defined twice in one scope (conditional definitions) keeps both, told apart by line.
         return qname if count == 0 else f"{qname}@{count + 1}"
 
-    def walk(self, node: Node, scope: _Scope) -> None:
-        """Queue the node's children (document order); `run` visits them. An explicit stack, not recursion:
-        generated code nests expressions thousands deep."""
-        self.stack.extend((child, scope) for child in reversed(node.children))
-
-    def run(self, root: Node, scope: _Scope) -> None:
-        self.walk(root, scope)
-        while self.stack:
-            node, current = self.stack.pop()
-            self.visit(node, current)
+    def run(self, root: Node, module: _Scope) -> None:
+        """Visit the interesting nodes in document order, tracking the enclosing definitions by byte range
+        (a sweep, not recursion: generated code nests expressions thousands deep)."""
+        nodes = QueryCursor(_query()).captures(root).get("node", [])
+        nodes.sort(key=lambda n: (n.start_byte, -n.end_byte))
+        for node in nodes:
+            start = node.start_byte
+            while self.open and self.open[-1].end <= start:
+                self.open.pop()
+            if not self.open:
+                scope = module
+            else:
+                top = self.open[-1]
+                # Default values, decorators' arguments and base classes run in the enclosing scope.
+                scope = top.scope if start >= top.body_start else top.outer
+            self.visit(node, scope)
+        if root.has_error and self.facts.parse_errors == 0:
+            self.facts.parse_errors = 1  # only MISSING nodes: still a syntax error
 
     def visit(self, node: Node, scope: _Scope) -> None:
         kind = node.type
         if kind == "ERROR":
             self.facts.parse_errors += 1
-            self.walk(node, scope)
-        elif kind == "decorated_definition":
-            for decorator in node.children:
-                if decorator.type == "decorator":
-                    self.decorator(decorator, scope)
-            definition = node.child_by_field_name("definition")
-            if definition is not None:
-                self.visit(definition, scope)
         elif kind == "function_definition":
             self.function(node, scope)
         elif kind == "class_definition":
@@ -116,11 +143,11 @@ class _Walker:
             self.imports(node, scope)
         elif kind == "assignment":
             self.assignment(node, scope)
-            self.walk(node, scope)
-        else:
-            if node.is_missing:
-                self.facts.parse_errors += 1
-            self.walk(node, scope)
+        elif kind == "decorator":
+            self.decorator(node, scope)
+
+    def enter(self, node: Node, body: Node | None, inner: _Scope, outer: _Scope) -> None:
+        self.open.append(_Open(node.end_byte, body.start_byte if body is not None else node.end_byte, inner, outer))
 
     def _ref(self, kind: str, target: str, scope: _Scope, node: Node) -> None:
         line, col = node.start_point
@@ -129,8 +156,7 @@ class _Walker:
     def decorator(self, node: Node, scope: _Scope) -> None:
         expr = next((c for c in node.named_children), None)
         if expr is not None and expr.type == "call":
-            self.visit(expr, scope)  # `@route("/x")`: the factory is called here
-            return
+            return  # `@route("/x")`: the factory call is captured (and recorded) as a call
         name = expression_name(expr)
         if name:
             self._ref("decorates", name, scope, node)
@@ -159,9 +185,7 @@ class _Walker:
         inner = _Scope(qname, "function", scope.qname if method else scope.class_qname)
         if params is not None:
             self.parameters(params, inner)
-            self.walk(params, scope)  # default values run in the enclosing scope
-        if body is not None:
-            self.walk(body, inner)
+        self.enter(node, body, inner, scope)
 
     def parameters(self, params: Node, scope: _Scope) -> None:
         for param in params.named_children:
@@ -187,8 +211,6 @@ class _Walker:
                 if base:
                     bases.append(base)
                     self._ref("inherits", base, scope, arg)
-                elif arg.type != "keyword_argument":
-                    self.visit(arg, scope)
         body = node.child_by_field_name("body")
         start, end = node.start_point, node.end_point
         self.facts.symbols.append(
@@ -206,8 +228,7 @@ class _Walker:
                 tuple(bases),
             )
         )
-        if body is not None:
-            self.walk(body, _Scope(qname, "class", None))
+        self.enter(node, body, _Scope(qname, "class", None), scope)
 
     def call(self, node: Node, scope: _Scope) -> None:
         function = node.child_by_field_name("function")
@@ -217,7 +238,6 @@ class _Walker:
         elif function is not None and function.type == "attribute":
             # `make().run()`: the receiver is computed; only the method name is known.
             self._ref("call", "?." + _text(function.child_by_field_name("attribute")), scope, function)
-        self.walk(node, scope)
 
     def assignment(self, node: Node, scope: _Scope) -> None:
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
