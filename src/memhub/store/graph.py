@@ -78,6 +78,14 @@ class GraphReader(ABC):
         """Unresolved references made from these symbols, or naming them as a candidate."""
 
     @abstractmethod
+    def count_edges(self, qnames: Sequence[str], direction: Direction, *, kinds: Sequence[str]) -> int:
+        """How many edges `edges_of` would return without a limit."""
+
+    @abstractmethod
+    def symbols_per_file(self) -> dict[str, int]:
+        """How many symbols each file defines."""
+
+    @abstractmethod
     def counts(self) -> dict[str, int]:
         """files, symbols, edges, unresolved, parse_errors."""
 

@@ -296,6 +296,20 @@ class SQLiteGraph(GraphWriter):
                         break
         return found
 
+    def count_edges(self, qnames: Sequence[str], direction: Direction, *, kinds: Sequence[str]) -> int:
+        if not qnames:
+            return 0
+        key = "dst" if direction == "callers" else "src"
+        sql = (
+            f"SELECT COUNT(*) FROM edges WHERE {key} IN ({','.join('?' * len(qnames))}) "
+            f"AND kind IN ({','.join('?' * len(kinds))})"
+        )
+        return int(self.con.execute(sql, [*qnames, *kinds]).fetchone()[0])
+
+    def symbols_per_file(self) -> dict[str, int]:
+        rows = self.con.execute("SELECT file, COUNT(*) FROM symbols WHERE kind != 'module' GROUP BY file")
+        return {file: count for file, count in rows}
+
     def counts(self) -> dict[str, int]:
         one = self.con.execute
         return {
