@@ -35,10 +35,13 @@ SCHEMA = """
     CREATE INDEX IF NOT EXISTS edges_by_dst ON edges (dst, kind);
     CREATE INDEX IF NOT EXISTS edges_by_src ON edges (src, kind);
     CREATE TABLE IF NOT EXISTS unresolved (
-        src TEXT NOT NULL, target TEXT NOT NULL, kind TEXT NOT NULL, file TEXT NOT NULL, line INTEGER NOT NULL,
-        candidates_json TEXT NOT NULL
+        id INTEGER PRIMARY KEY, src TEXT NOT NULL, target TEXT NOT NULL, kind TEXT NOT NULL, file TEXT NOT NULL,
+        line INTEGER NOT NULL, candidates_json TEXT NOT NULL
     );
     CREATE INDEX IF NOT EXISTS unresolved_by_src ON unresolved (src);
+    -- Which unresolved references name a symbol as a candidate: "who might call X" without a scan.
+    CREATE TABLE IF NOT EXISTS unresolved_candidates (unresolved_id INTEGER NOT NULL, qname TEXT NOT NULL);
+    CREATE INDEX IF NOT EXISTS unresolved_by_candidate ON unresolved_candidates (qname);
     CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(
         qname UNINDEXED, name, path, doc, tokenize = 'unicode61 remove_diacritics 2'
     );
@@ -103,10 +106,23 @@ def _edge(row: sqlite3.Row) -> Edge:
     )
 
 
+def _unresolved(row: sqlite3.Row) -> Unresolved:
+    return Unresolved(
+        row["src"], row["target"], row["kind"], row["file"], row["line"], tuple(json.loads(row["candidates_json"]))
+    )
+
+
 def _fts_query(query: str) -> str:
-    # Every word as a quoted prefix term, OR-ed: `send payl` finds `send_payload`-style names and docs.
+    # Words OR-ed, as prefixes from 4 characters on (`payl` finds `payload`); shorter words only whole,
+    # because a prefix like `get` matches a large part of any code base and costs tens of milliseconds.
     words = [w for w in "".join(c if c.isalnum() or c == "_" else " " for c in query).split() if w]
-    return " OR ".join(f'"{w}"*' for w in words[:16])
+    return " OR ".join(f'"{w}"*' if len(w) >= 4 else f'"{w}"' for w in words[:16])
+
+
+def _readonly_uri(path: Path) -> str:
+    # as_uri() %-encodes the path: a tenant directory name holds '%' (memhub.knowledge.tenant_dirs),
+    # which a hand-built `file:` URI would hand to SQLite to decode.
+    return path.absolute().as_uri() + "?mode=ro"
 
 
 class SQLiteGraph(GraphWriter):
@@ -115,7 +131,7 @@ class SQLiteGraph(GraphWriter):
     def __init__(self, path: Path, *, readonly: bool = False) -> None:
         self.path = path
         if readonly:
-            self.con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+            self.con = sqlite3.connect(_readonly_uri(path), uri=True, check_same_thread=False)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.con = sqlite3.connect(path, check_same_thread=False)
@@ -127,7 +143,7 @@ class SQLiteGraph(GraphWriter):
         """A new writable generation holding everything the previous one held."""
         path.parent.mkdir(parents=True, exist_ok=True)
         path.unlink(missing_ok=True)
-        source = sqlite3.connect(f"file:{previous}?mode=ro", uri=True)
+        source = sqlite3.connect(_readonly_uri(previous), uri=True)
         target = sqlite3.connect(path)
         try:
             source.backup(target)
@@ -156,7 +172,7 @@ class SQLiteGraph(GraphWriter):
         self, symbols: Iterable[Symbol], edges: Iterable[Edge], unresolved: Iterable[Unresolved], meta: dict[str, Any]
     ) -> None:
         con = self.con
-        for table in ("symbols", "edges", "unresolved", "symbols_fts", "meta"):
+        for table in ("symbols", "edges", "unresolved", "unresolved_candidates", "symbols_fts", "meta"):
             con.execute(f"DELETE FROM {table}")
         rows = [
             (
@@ -183,9 +199,14 @@ class SQLiteGraph(GraphWriter):
             "INSERT INTO edges (src, dst, kind, file, line, col, resolution, confidence) VALUES (?,?,?,?,?,?,?,?)",
             [(e.src, e.dst, e.kind, e.file, e.line, e.col, e.resolution, e.confidence) for e in edges],
         )
+        listed = list(unresolved)
         con.executemany(
-            "INSERT INTO unresolved (src, target, kind, file, line, candidates_json) VALUES (?,?,?,?,?,?)",
-            [(u.src, u.target, u.kind, u.file, u.line, json.dumps(u.candidates)) for u in unresolved],
+            "INSERT INTO unresolved (id, src, target, kind, file, line, candidates_json) VALUES (?,?,?,?,?,?,?)",
+            [(i, u.src, u.target, u.kind, u.file, u.line, json.dumps(u.candidates)) for i, u in enumerate(listed)],
+        )
+        con.executemany(
+            "INSERT INTO unresolved_candidates (unresolved_id, qname) VALUES (?,?)",
+            [(i, qname) for i, u in enumerate(listed) for qname in u.candidates],
         )
         con.executemany("INSERT INTO meta (key, value) VALUES (?,?)", [(k, json.dumps(v)) for k, v in meta.items()])
 
@@ -223,9 +244,13 @@ class SQLiteGraph(GraphWriter):
         return [_symbol(r) for r in rows]
 
     def search_symbols(self, query: str, *, kind: str | None = None, limit: int = 10) -> list[Symbol]:
+        # Exact names first: asking for `send` should list the symbols called send before mere mentions.
+        exact = [s for s in self.symbols_named(query.strip(), limit=limit * 4) if kind is None or s.kind == kind]
+        if len(exact) >= limit:
+            return exact[:limit]
         match = _fts_query(query)
         if not match:
-            return []
+            return exact
         sql = (
             f"SELECT {', '.join('s.' + c.strip() for c in _SYMBOL_COLUMNS.split(','))} FROM symbols_fts f "
             "JOIN symbols s ON s.qname = f.qname WHERE symbols_fts MATCH ?"
@@ -236,7 +261,9 @@ class SQLiteGraph(GraphWriter):
             params.append(kind)
         sql += " ORDER BY bm25(symbols_fts, 0, 10.0, 2.0, 1.0), s.qname LIMIT ?"
         params.append(limit)
-        return [_symbol(r) for r in self.con.execute(sql, params)]
+        seen = {s.qname for s in exact}
+        ranked = [sym for r in self.con.execute(sql, params) if (sym := _symbol(r)).qname not in seen]
+        return [*exact, *ranked][:limit]
 
     def edges_of(self, qnames: Sequence[str], direction: Direction, *, kinds: Sequence[str], limit: int) -> list[Edge]:
         if not qnames:
@@ -282,18 +309,14 @@ class SQLiteGraph(GraphWriter):
             f"SELECT * FROM unresolved WHERE src IN ({marks}) ORDER BY file, line LIMIT ?",
             [*qnames, limit],
         ).fetchall()
-        found = [
-            Unresolved(r["src"], r["target"], r["kind"], r["file"], r["line"], tuple(json.loads(r["candidates_json"])))
-            for r in rows
-        ]
+        found = [_unresolved(r) for r in rows]
         if len(found) < limit:
-            wanted = set(qnames)
-            for r in self.con.execute("SELECT * FROM unresolved ORDER BY file, line"):
-                candidates = tuple(json.loads(r["candidates_json"]))
-                if wanted.intersection(candidates) and r["src"] not in wanted:
-                    found.append(Unresolved(r["src"], r["target"], r["kind"], r["file"], r["line"], candidates))
-                    if len(found) >= limit:
-                        break
+            named = self.con.execute(
+                f"SELECT DISTINCT u.* FROM unresolved_candidates c JOIN unresolved u ON u.id = c.unresolved_id "
+                f"WHERE c.qname IN ({marks}) AND u.src NOT IN ({marks}) ORDER BY u.file, u.line LIMIT ?",
+                [*qnames, *qnames, limit - len(found)],
+            )
+            found += [_unresolved(r) for r in named]
         return found
 
     def count_edges(self, qnames: Sequence[str], direction: Direction, *, kinds: Sequence[str]) -> int:
