@@ -147,8 +147,18 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias=_names("MEMHUB_WIKI_SOURCE_ROOTS")
     )
     wiki_build_workers: int = Field(1, ge=1, le=16, validation_alias=_names("MEMHUB_WIKI_BUILD_WORKERS"))
+    # Local directories (or git working trees, or bare repositories for file:// URLs) a code graph may
+    # index; none by default, so no user can have the server read its own disk.
+    code_source_roots: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list, validation_alias=_names("MEMHUB_CODE_SOURCE_ROOTS")
+    )
+    code_graph_build_workers: int = Field(1, ge=1, le=16, validation_alias=_names("MEMHUB_CODE_GRAPH_BUILD_WORKERS"))
+    # One git command (clone, fetch) of a code-graph build gives up after this long.
+    code_graph_git_timeout_seconds: float = Field(
+        600, gt=0, le=86_400, validation_alias=_names("MEMHUB_CODE_GRAPH_GIT_TIMEOUT_SECONDS")
+    )
 
-    @field_validator("cors_origins", "wiki_source_roots", mode="before")
+    @field_validator("cors_origins", "wiki_source_roots", "code_source_roots", mode="before")
     @classmethod
     def _split_list(cls, value: object) -> object:
         if isinstance(value, str):

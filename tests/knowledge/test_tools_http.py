@@ -184,7 +184,7 @@ def test_tools_list_errors(built: Built) -> None:
     assert api.fails("/v3/tools/list", {}, 400)["message"] == "knowledge_id: is required"
     for bad in ("abc", "wiki-ABC12345", "wiki-123", "wiki-abcd12345", "cg-ab", "wiki_abcd1234"):
         assert api.fails("/v3/tools/list", {"knowledge_id": bad}, 400)["message"] == BAD_FORMAT, bad
-    for unknown in ("wiki-zzzzzzzz", "cg-abcd1234"):  # well formed; no code-graph service is mounted yet
+    for unknown in ("wiki-zzzzzzzz", "cg-abcd1234"):  # well formed, but no such resource
         assert api.fails("/v3/tools/list", {"knowledge_id": unknown}, 404)["message"] == NOT_FOUND
     # Another tenant's wiki does not exist for this one: the same 404, for list and call.
     other = gateway_api(built.gw, service="svc-other")

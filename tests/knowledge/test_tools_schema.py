@@ -34,7 +34,11 @@ WIKI_NAMES = [
     "docs_for_paths",
     "search_sources",
 ]
-CG_NAMES = ["get_info", "search", "explore", "callers", "callees", "impact", "node", "status", "files"]
+CG_NAMES = [
+    *("get_info", "search", "explore", "callers", "callees", "impact", "node", "status", "files"),
+    # memhub's structural tools
+    *("definition", "call_hierarchy", "file_deps", "refactor_scope", "path", "class_hierarchy"),
+]
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -282,7 +286,7 @@ def test_every_required_param_is_enforced() -> None:
                     validate_params(spec, {k: v for k, v in full.items() if k != n})
                 assert (err.value.field, err.value.rule) == (n, "required")
                 checked += 1
-    assert checked == 11  # 5 wiki + 6 code-graph required params
+    assert checked == 18  # 5 wiki + 6 code-graph required params + 7 of memhub's code-graph tools
 
 
 def test_every_bound_is_enforced_at_its_edge() -> None:
@@ -306,4 +310,4 @@ def test_every_bound_is_enforced_at_its_edge() -> None:
                         validate_params(spec, {**base, n: bad})
                     assert err.value.field == n
                     checked += 1
-    assert checked == 18  # 6 wiki + 12 code-graph bounds
+    assert checked == 22  # 6 wiki + 12 code-graph bounds + 4 of memhub's code-graph tools

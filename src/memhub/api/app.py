@@ -23,6 +23,7 @@ from memhub.api.envelope import JSONResponse, error, internal_error
 from memhub.api.metaplane import MetaPlane
 from memhub.api.middleware import CorsPolicy, GatewayMiddleware
 from memhub.api.routes import atomic, conversation, generation_log, memory_prompt, pipeline, profile
+from memhub.api.routes.code_graph import ROUTES as CODE_GRAPH_ROUTES
 from memhub.api.routes.health import health_payload
 from memhub.api.routes.knowledge import OFFER_ROUTES
 from memhub.api.routes.knowledge import ROUTES as KNOWLEDGE_ROUTES
@@ -31,6 +32,7 @@ from memhub.api.routes.tools import ROUTES as TOOLS_ROUTES
 from memhub.api.routes.wiki import ROUTES as WIKI_ROUTES
 from memhub.errors import HttpStatusError, MemhubError
 from memhub.gateway_key import GatewayKey
+from memhub.knowledge.codegraph.service import CodeGraphConfig
 from memhub.knowledge.services import KnowledgeServices
 from memhub.knowledge.wiki.service import WikiConfig
 from memhub.memory.embedding import EmbeddingRuntime
@@ -67,7 +69,7 @@ def create_app(
     The pipeline worker (settings.pipeline_enabled) starts with the app unless `run_pipeline` is
     False; then `app.state.pipeline_worker.drain()` runs it on demand (tests).
     `knowledge_only` serves the knowledge service alone (`memhub serve --knowledge-only`): health, the
-    wiki, tools and knowledge routes, without the memory data plane, the management plane or the pipeline.
+    wiki, code-graph, tools and knowledge routes, without the memory data plane, the management plane or the pipeline.
     """
 
     @asynccontextmanager
@@ -76,7 +78,7 @@ def create_app(
             embedding.start()
         if worker is not None and run_pipeline:
             worker.start()
-        knowledge.wikis.resume()  # builds a previous process left queued or running
+        knowledge.resume()  # builds a previous process left queued or running
         yield
         knowledge.close()
         if worker is not None:
@@ -105,8 +107,20 @@ def create_app(
         build_workers=settings.wiki_build_workers,
         llm=settings.llm_config(),
     )
+    code_graph_config = CodeGraphConfig(
+        files_root=settings.data_dir / "knowledge",
+        public_url=settings.knowledge_url(),
+        source_roots=tuple(p.resolve() for p in settings.code_source_roots),
+        build_workers=settings.code_graph_build_workers,
+        git_timeout=settings.code_graph_git_timeout_seconds,
+    )
     knowledge = KnowledgeServices.over(
-        store.meta, meta.config, wiki_config, language=settings.knowledge_language, open_tools=open_tools
+        store.meta,
+        meta.config,
+        wiki_config,
+        code_graph_config,
+        language=settings.knowledge_language,
+        open_tools=open_tools,
     )
     started = time.monotonic()
     app.state.knowledge = knowledge
@@ -139,6 +153,7 @@ def create_app(
     management = MetaPlane(auth, meta, settings.max_body_bytes, knowledge)
     knowledge_routes = [
         ("/v3/wiki", WIKI_ROUTES, "wiki"),
+        ("/v3/code-graph", CODE_GRAPH_ROUTES, "code-graph"),
         ("/v3/tools", TOOLS_ROUTES, "tools"),
         ("/v3/knowledge", [*KNOWLEDGE_ROUTES, *OFFER_ROUTES], "knowledge"),
     ]

@@ -1,4 +1,5 @@
-"""Request bodies of the knowledge service: `/v3/wiki/*`, `/v3/tools/*` and `/v3/knowledge/tools-block`.
+"""Request bodies of the knowledge service: `/v3/wiki/*`, `/v3/code-graph/*`, `/v3/tools/*` and
+`/v3/knowledge/tools-block`.
 
 Fields follow the reference knowledge service (spec knowledge-and-proxy §2.2–2.3); memhub's additions
 are marked. Unknown keys are ignored, as the reference's schemas strip them.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from memhub.api.meta_schemas import Id, MetaBody, Name
 
@@ -114,6 +115,61 @@ class WikiRetrieve(WikiRef):
     conversation: Literal["workspace", "agent", "help"] = "workspace"
     # Off by default (seed 001): "bm25" adds the documents' full-text BM25 to the index scores.
     rescore: Literal["none", "bm25"] = "none"
+
+
+CodeGraphStatus = Literal["pending", "processing", "ready", "failed"]
+
+
+class CodeGraphCreate(MetaBody):
+    team_id: Id
+    repo_url: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
+    # memhub: index a local directory or git working tree (under MEMHUB_CODE_SOURCE_ROOTS) instead of a URL.
+    source_path: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
+    branch: Annotated[str, Field(min_length=1, max_length=255)] | None = None  # "main" for a repo_url
+    repo_name: Name | None = None
+    summary: Summary | None = None
+    user_id: Id | None = None
+    agent_id: Id | None = None
+    task_id: Id | None = None
+    # memhub: build now and answer with the finished build's report.
+    wait: bool = False
+
+
+class CodeGraphList(MetaBody):
+    team_id: Id
+    status: CodeGraphStatus | None = None
+    limit: int = Field(20, ge=1, le=100)
+    offset: int = Field(0, ge=0, le=10_000_000)
+
+
+class CodeGraphRef(MetaBody):
+    code_graph_id: Id
+
+
+class CodeGraphUpdateMeta(CodeGraphRef):
+    repo_name: Name | None = None
+    summary: Summary | None = None
+
+
+class CodeGraphDelete(MetaBody):
+    code_graph_ids: Annotated[list[Id], Field(min_length=1, max_length=100)]
+
+
+class CodeGraphSync(CodeGraphRef):
+    user_id: Id | None = None
+    # memhub: build now and answer with the finished build's report instead of 202.
+    wait: bool = False
+
+
+class CodeGraphQuery(CodeGraphRef):
+    """A direct query route: `code_graph_id` plus the tool's params, checked against the tool's schema
+    (an unknown field is 400 `unexpected field: x`, as in the reference)."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+
+    def params(self) -> dict[str, Any]:
+        """Everything but `code_graph_id`: the tool's params."""
+        return dict(self.model_extra or {})
 
 
 class ToolsList(MetaBody):

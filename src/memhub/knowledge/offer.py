@@ -64,9 +64,11 @@ class KnowledgeOffer:
                 )
                 where["knowledge_id"] = [a["asset_id"] for a in assets]
             rows = r.find(MetaKind.KNOWLEDGE, where, order_by=("knowledge_id",))
-            # Wikis served here are reached at this server's current public URL, whatever URL was current
-            # when they were registered (a restart on another address must not strand agents).
-            local = {w["wiki_id"] for w in r.find(MetaKind.WIKI, {"wiki_id": [x["knowledge_id"] for x in rows]})}
+            # Wikis and code graphs served here are reached at this server's current public URL, whatever URL
+            # was current when they were registered (a restart on another address must not strand agents).
+            ids = [x["knowledge_id"] for x in rows]
+            local = {w["wiki_id"] for w in r.find(MetaKind.WIKI, {"wiki_id": ids})}
+            local |= {g["code_graph_id"] for g in r.find(MetaKind.CODE_GRAPH, {"code_graph_id": ids})}
         out: list[KnowledgeResource] = []
         for row in rows:
             try:

@@ -2,7 +2,7 @@
 
 The resource kind comes from the id's prefix (`wiki-…`, `cg-…`), as in the reference. Order of checks:
 id format (400) → the resource, as the caller may see it (404) → the tool (403) → its params (400).
-A tool that runs but cannot answer (a wiki that never built, an unknown theme) is a success envelope
+A tool that runs but cannot answer (a resource that never built, an unknown theme or symbol) is a success envelope
 whose data says `isError: true` with a readable `text`, so an agent can tell "nothing found" from
 "could not look". Reads served from the last good generation while a rebuild runs say `stale: true`.
 """
@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from memhub.errors import BadRequest, NotFound
+from memhub.knowledge.codegraph.service import CodeGraphService
+from memhub.knowledge.codegraph.service import not_built_message as code_graph_not_built
 from memhub.knowledge.tools import Language, ResourceKind, get_tool, tool_list_view, tools_for, validate_params
 from memhub.knowledge.wiki.service import WikiService, not_built_message, stale
 from memhub.knowledge.wiki.snapshot import WikiSnapshot
@@ -58,28 +60,31 @@ class KnowledgeTools:
     """Tool discovery and dispatch over the knowledge services."""
 
     wikis: WikiService
+    code_graphs: CodeGraphService
     language: Language = "en"
-
-    def _wiki_row(self, caller: Caller, knowledge_id: str) -> dict[str, Any]:
-        try:
-            return self.wikis.row(caller, knowledge_id)
-        except NotFound:
-            raise NotFound(NOT_FOUND) from None
 
     def _resource(self, caller: Caller, knowledge_id: str) -> tuple[ResourceKind, dict[str, Any]]:
         kind = resource_kind(knowledge_id)
-        if kind == "code-graph":
-            raise NotFound(NOT_FOUND)  # no code-graph service is mounted yet
-        return kind, self._wiki_row(caller, knowledge_id)
+        try:
+            if kind == "code-graph":
+                return kind, self.code_graphs.row(caller, knowledge_id)
+            return kind, self.wikis.row(caller, knowledge_id)
+        except NotFound:
+            raise NotFound(NOT_FOUND) from None
 
     def list(self, caller: Caller, knowledge_id: str, language: Language | None = None) -> dict[str, Any]:
         """The resource's identity and its tools with their param schemas."""
         kind, row = self._resource(caller, knowledge_id)
-        detail = self.wikis.detail(row)
+        if kind == "code-graph":
+            detail = self.code_graphs.detail(row)
+            name = detail["repo_name"] or detail["repo_url"]  # the reference: repo_name || repo_url
+        else:
+            detail = self.wikis.detail(row)
+            name = detail["name"]
         return {
             "knowledge_id": knowledge_id,
             "type": kind,
-            "name": detail["name"],
+            "name": name,
             "summary": detail["summary"],
             "status": detail["status"],
             "stale": detail["stale"],
@@ -91,6 +96,8 @@ class KnowledgeTools:
         kind, row = self._resource(caller, knowledge_id)
         spec = get_tool(kind, tool_name, knowledge_id)
         checked = validate_params(spec, params)
+        if kind == "code-graph":
+            return self._call_code_graph(caller, row, tool_name, checked)
         if tool_name == "get_info":
             return {**self.wikis.detail(row), "service_id": caller.service_id, "version": row["version"]}
         if tool_name == "list_raw":
@@ -104,3 +111,14 @@ class KnowledgeTools:
         if data is None:  # get_index of a theme the index does not have
             return tool_error(f"unknown theme {checked.get('theme')!r}; call list_themes for the theme ids")
         return {**data, "stale": stale(row)}
+
+    def _call_code_graph(
+        self, caller: Caller, row: dict[str, Any], tool_name: str, checked: dict[str, Any]
+    ) -> dict[str, Any]:
+        if tool_name == "get_info":
+            # The reference answers with its raw row (integer version, service id); memhub with the detail.
+            return {**self.code_graphs.detail(row), "service_id": caller.service_id, "version": row["version"]}
+        data = self.code_graphs.run_query(caller.service_id, row, tool_name, checked)
+        if data is None:
+            return tool_error(code_graph_not_built(row), status=row["status"])
+        return data

@@ -1,9 +1,11 @@
 """The agent-facing tool catalogue of `/v3/tools/list` and `/v3/tools/call` (spec knowledge-and-proxy §2.2).
 
 Wiki resources expose the reference's 7 tools plus memhub's index tools (`list_themes`, `get_index`,
-`docs_for_paths`, `search_sources`); code-graph resources expose the reference's 9 tools. Unlike the reference,
-`tools/call` params are validated for every tool (spec §7.2: code-graph params were passed through unchecked),
-so a bad call is a 400 with the offending field instead of undefined behaviour in the engine.
+`docs_for_paths`, `search_sources`); code-graph resources expose the reference's 9 tools plus memhub's
+structural ones (`definition`, `call_hierarchy`, `file_deps`, `refactor_scope`, `path`, `class_hierarchy`).
+Unlike the reference, `tools/call` params are validated for every tool (spec §7.2: code-graph params were
+passed through unchecked), so a bad call is a 400 with the offending field instead of undefined behaviour
+in the engine.
 """
 
 from __future__ import annotations
@@ -298,6 +300,64 @@ CODE_GRAPH_TOOLS: tuple[ToolSpec, ...] = (
         format=_p("string", "Output layout.", "输出格式。", default="tree", enum=("tree", "flat", "grouped")),
         includeMetadata=_p("boolean", "Include language and symbol counts.", "是否包含语言和符号数。", default=True),
         maxDepth=_p("integer", "Maximum directory depth (≥1).", "最大目录深度（≥1）。", minimum=1),
+    ),
+    # memhub's structural tools (spec codegraph-and-wiki, "Recommended design for our Code-Graph").
+    _t(
+        "definition",
+        "Where a symbol is defined: span, signature, docstring and source.",
+        "符号的定义位置：范围、签名、文档字符串和源码。",
+        symbol=_SYMBOL,
+    ),
+    _t(
+        "call_hierarchy",
+        "A call tree from the symbol: who calls it (callers) or what it calls (callees), several levels deep, "
+        "with how each call was resolved.",
+        "以该符号为根的调用树：谁调用它（callers）或它调用什么（callees），可多层展开，并标明每个调用的解析方式。",
+        symbol=_SYMBOL,
+        direction=_p("string", "Which way to walk.", "展开方向。", default="callers", enum=("callers", "callees")),
+        depth=_p("integer", "How many levels (1–5).", "展开层数（1–5）。", default=2, minimum=1, maximum=5),
+    ),
+    _t(
+        "file_deps",
+        "Which repository files a file imports, and which files import it.",
+        "某文件导入了仓库中的哪些文件，以及哪些文件导入了它。",
+        file=_p("string", "File path as indexed (see files).", "已索引的文件路径（见 files）。", required=True),
+        direction=_p(
+            "string",
+            "imports, imported_by or both.",
+            "imports（它导入的）、imported_by（导入它的）或 both。",
+            default="both",
+            enum=("imports", "imported_by", "both"),
+        ),
+    ),
+    _t(
+        "refactor_scope",
+        "What changing a symbol touches: its definition, every reference, overrides, subclasses and the files to edit.",
+        "修改某符号会涉及的范围：定义、所有引用、重写、子类以及需要改动的文件。",
+        symbol=_SYMBOL,
+    ),
+    _t(
+        "path",
+        "The shortest call path from one symbol to another.",
+        "从一个符号到另一个符号的最短调用路径。",
+        **{
+            "from": _p("string", "Symbol the path starts at.", "路径起点符号。", required=True),
+            "to": _p("string", "Symbol the path ends at.", "路径终点符号。", required=True),
+            "max_depth": _p(
+                "integer",
+                "Longest path to look for, in calls (1–10).",
+                "查找的最长路径（调用次数，1–10）。",
+                default=6,
+                minimum=1,
+                maximum=10,
+            ),
+        },
+    ),
+    _t(
+        "class_hierarchy",
+        "A class's base classes and subclasses across the repository.",
+        "某个类在整个仓库中的基类和子类。",
+        symbol=_p("string", "Class name.", "类名。", required=True),
     ),
 )
 

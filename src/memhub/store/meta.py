@@ -39,6 +39,7 @@ class MetaKind(StrEnum):
     KNOWLEDGE = "knowledge"
     WIKI = "wiki"
     WIKI_SOURCE = "wiki_source"
+    CODE_GRAPH = "code_graph"
     AUDIT = "audit"
 
 
@@ -59,6 +60,7 @@ ID_FIELD: dict[MetaKind, str] = {
     MetaKind.KNOWLEDGE: "knowledge_id",
     MetaKind.WIKI: "wiki_id",
     MetaKind.WIKI_SOURCE: "id",
+    MetaKind.CODE_GRAPH: "code_graph_id",
     MetaKind.AUDIT: "id",
 }
 

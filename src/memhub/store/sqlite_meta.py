@@ -26,6 +26,7 @@ TABLES: dict[MetaKind, str] = {
     MetaKind.KNOWLEDGE: "knowledge_registry",
     MetaKind.WIKI: "knowledge_wikis",
     MetaKind.WIKI_SOURCE: "wiki_sources",
+    MetaKind.CODE_GRAPH: "knowledge_code_graphs",
     MetaKind.AUDIT: "meta_audit",
 }
 # SQLite has no boolean type: these columns are stored as 0/1 and read back as bools.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from memhub.store.codegraph_schema import create_code_graph_tables
 from memhub.store.knowledge_schema import create_knowledge_tables
 from memhub.store.meta_schema import create_meta_tables
 from memhub.store.pipeline_schema import create_pipeline_tables
@@ -165,4 +166,5 @@ MIGRATIONS: list[Migration] = [
     create_meta_tables,
     create_pipeline_tables,
     create_knowledge_tables,
+    create_code_graph_tables,
 ]

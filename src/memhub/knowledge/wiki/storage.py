@@ -17,8 +17,8 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from urllib.parse import quote, unquote
 
+from memhub.knowledge.tenant_dirs import tenant_dir, tenants
 from memhub.knowledge.wiki.index import INDEX_FILE
 from memhub.knowledge.wiki.sources import SUPPORTED_EXTENSIONS, PathOutsideRoot, safe_path
 
@@ -49,12 +49,6 @@ def filename_problem(name: object) -> str | None:
     return None
 
 
-def _tenant_dir(service_id: str) -> str:
-    # Service ids are printable text: '/', '%' and '.' are encoded (quote keeps '.' as is, so it is done
-    # by hand) so that no id, not even "." or "..", can name a directory outside the knowledge root.
-    return quote(service_id, safe="-_").replace(".", "%2E")
-
-
 @dataclass(frozen=True, slots=True)
 class WikiFiles:
     """The directory tree of every wiki under one data dir."""
@@ -63,7 +57,7 @@ class WikiFiles:
 
     def wiki_dir(self, service_id: str, wiki_id: str) -> Path:
         """The wiki's own directory."""
-        return self.root / _tenant_dir(service_id) / wiki_id
+        return self.root / tenant_dir(service_id) / wiki_id
 
     def raw_dir(self, service_id: str, wiki_id: str) -> Path:
         """Where uploaded source files are kept."""
@@ -74,11 +68,8 @@ class WikiFiles:
         return self.wiki_dir(service_id, wiki_id) / GEN_DIR / str(generation)
 
     def tenants(self) -> Iterator[str]:
-        """Service ids that have any wiki files (used to resume builds after a restart)."""
-        if self.root.is_dir():
-            for entry in sorted(self.root.iterdir()):
-                if entry.is_dir():
-                    yield unquote(entry.name)
+        """Service ids that have any knowledge files (used to resume builds after a restart)."""
+        return tenants(self.root)
 
     def write_raw(self, service_id: str, wiki_id: str, filename: str, data: bytes) -> None:
         """Store one uploaded file atomically (temporary file, fsync, rename)."""

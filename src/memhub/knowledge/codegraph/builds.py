@@ -1,0 +1,311 @@
+"""Code-graph builds: the queue that runs them in the background, and the blue/green switch that ends each.
+
+A build is queued in the transaction that asks for it (the graph becomes `pending` with a new
+`build_seq`) and runs on a small thread pool (`processing`, with the step in `internal_status`:
+`cloning` or `fetching` for a git source, then `indexing`). It indexes the source tree into a new
+generation database, starting from the previous generation's file so only changed files are parsed
+again. Then one transaction points the graph at it, marks it `ready` and registers it in the knowledge
+registry, so a ready graph is always offered to agents. Until then, and after a failed build, queries
+keep using the last good generation. A build only touches the graph while its `build_seq` is still
+the graph's: a newer build or a delete supersedes it, and its files are discarded.
+
+Queued builds are not kept anywhere but in the rows: a process that stops leaves them `pending` or
+`processing`, and `resume` queues them again at the next start.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memhub.knowledge.codegraph import git
+from memhub.knowledge.codegraph.indexer import IndexReport, index_tree
+from memhub.knowledge.codegraph.readers import GraphReaders
+from memhub.knowledge.codegraph.storage import CodeGraphFiles
+from memhub.meta.clock import now_iso
+from memhub.meta.knowledge import register
+from memhub.store.meta import MetaKind, MetaStore, MetaWriter, Row
+
+log = logging.getLogger("memhub.codegraph")
+
+BUSY_STATUSES = ("pending", "processing")
+SYNC_ERROR_MAX = 500
+SUMMARY_MAX = 256
+# A build report lists at most this many paths per kind of change (counts are always complete).
+REPORT_PATHS_MAX = 100
+
+
+class BuildFailed(Exception):
+    """A build that cannot go on; the message becomes the graph's `sync_error`."""
+
+
+@dataclass(frozen=True, slots=True)
+class BuildJob:
+    """One queued build: the graph and the `build_seq` it was queued as."""
+
+    service_id: str
+    code_graph_id: str
+    seq: int
+
+
+def stats_of(row: Row) -> dict[str, Any] | None:
+    """The graph's stored index stats, or None before its first build."""
+    return json.loads(row["stats_json"]) if row.get("stats_json") else None
+
+
+def summary_of(row: Row) -> str | None:
+    """The owner's summary, else one made from the stats (the reference's template, in English)."""
+    if row["summary"] is not None:
+        return str(row["summary"])
+    stats = stats_of(row)
+    if stats is None:
+        return None
+    where = row["branch"] or "working tree"
+    return f"{row['repo_name']} ({where}) - {stats['files']} files, {stats['nodes']} symbols"[:SUMMARY_MAX]
+
+
+def register_code_graph(w: MetaWriter, row: Row, public_url: str) -> None:
+    """Write the graph's knowledge registry entry; `repo_url` and `branch` give the block its `match` and `branch`."""
+    register(
+        w,
+        {
+            "knowledge_id": row["code_graph_id"],
+            "type": "code-graph",
+            "service_url": public_url,
+            "name": row["repo_name"],
+            "summary": summary_of(row),
+            "team_id": row["team_id"],
+            "user_id": row["owner_user_id"],
+            # A local working tree is matched by its origin remote (credentials already removed).
+            "repo_url": row["repo_url"] or row["remote_url"],
+            "branch": row["branch"],
+        },
+    )
+
+
+@dataclass(slots=True)
+class BuildReport:
+    """What one build did: the indexer's report and the commit it indexed."""
+
+    index: IndexReport
+    commit_hash: str | None
+
+    def view(self) -> dict[str, Any]:
+        """The report on the wire: counts always, paths up to REPORT_PATHS_MAX per kind."""
+        r = self.index
+        return {
+            "commit_hash": self.commit_hash,
+            "files": {
+                "added": len(r.added),
+                "changed": len(r.changed),
+                "removed": len(r.removed),
+                "unchanged": r.unchanged,
+                "skipped": len(r.skipped),
+            },
+            "added": r.added[:REPORT_PATHS_MAX],
+            "changed": r.changed[:REPORT_PATHS_MAX],
+            "removed": r.removed[:REPORT_PATHS_MAX],
+            "skipped": [{"path": s.path, "reason": s.reason} for s in r.skipped[:REPORT_PATHS_MAX]],
+            "parse_errors": dict(list(r.parse_errors.items())[:REPORT_PATHS_MAX]),
+            "truncated": max(len(r.added), len(r.changed), len(r.removed), len(r.skipped), len(r.parse_errors))
+            > REPORT_PATHS_MAX,
+            "lines_parsed": r.lines_parsed,
+            "parse_seconds": round(r.parse_seconds, 3),
+            "resolve_seconds": round(r.resolve_seconds, 3),
+        }
+
+
+def _stats(report: IndexReport) -> dict[str, Any]:
+    counts = report.counts
+    return {
+        "files": counts.get("files", 0),
+        "nodes": counts.get("symbols", 0),
+        "edges": counts.get("edges", 0),
+        "unresolved": counts.get("unresolved", 0),
+        "parse_errors": counts.get("parse_errors", 0),
+        "skipped": len(report.skipped),
+    }
+
+
+@dataclass
+class CodeGraphBuilds:
+    """The build queue of every tenant's code graphs, and the switch that makes a finished build current."""
+
+    store: MetaStore
+    files: CodeGraphFiles
+    readers: GraphReaders
+    public_url: str
+    # Whether a local path lies under the allowed source roots; a build checks again, as they may have changed.
+    source_allowed: Callable[[Path], bool]
+    workers: int = 1
+    git_timeout: float = 600.0
+    _executor: ThreadPoolExecutor | None = field(init=False, default=None)
+    _futures: set[Future[BuildReport | None]] = field(init=False, default_factory=set)
+    _closed: bool = field(init=False, default=False)
+
+    def queue(self, w: MetaWriter, row: Row) -> BuildJob:
+        """Mark the graph `pending` under a new `build_seq` (in the caller's transaction); the job to submit."""
+        seq = row["build_seq"] + 1
+        w.update(
+            MetaKind.CODE_GRAPH,
+            row["code_graph_id"],
+            {"status": "pending", "internal_status": None, "build_seq": seq, "updated_at": now_iso()},
+        )
+        return BuildJob(w.service_id, row["code_graph_id"], seq)
+
+    def submit(self, job: BuildJob) -> None:
+        """Run the build in the background (call it after the transaction that queued it commits)."""
+        if self._closed:
+            return  # shutting down: the row stays `pending` and is resumed at the next start
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="code-graph-build")
+        future = self._executor.submit(self.run, job)
+        self._futures.add(future)
+        future.add_done_callback(self._futures.discard)
+
+    def run(self, job: BuildJob) -> BuildReport | None:
+        """Run one build; never raises (a failure is recorded on the graph)."""
+        row = self._set(job, {"status": "processing", "internal_status": None})
+        if row is None:
+            return None
+        try:
+            tree, commit, local = self._source_tree(job, row)
+            if self._set(job, {"internal_status": "indexing"}) is None:
+                self._discard(job)  # deleted or superseded while fetching: the index would be thrown away
+                return None
+            target = self.files.generation_db(job.service_id, job.code_graph_id, job.seq)
+            self.files.remove_generation(job.service_id, job.code_graph_id, job.seq)  # a leftover of a crash
+            previous = (
+                self.files.generation_db(job.service_id, job.code_graph_id, row["generation"])
+                if row["generation"]
+                else None
+            )
+            meta = {"commit": commit, "branch": local.branch if local else row["branch"]}
+            report = index_tree(tree, target, previous if previous and previous.is_file() else None, meta=meta)
+        except (BuildFailed, git.GitFailed) as exc:
+            self._fail(job, str(exc))
+            return None
+        except Exception as exc:  # a bug or a disk error must end as `failed`, not as a graph stuck in processing
+            log.exception("code graph build %s/%s failed", job.service_id, job.code_graph_id)
+            self._fail(job, f"build failed: {type(exc).__name__}: {exc}")
+            return None
+        built = BuildReport(report, commit)
+        if not self._commit(job, built, local):
+            self._discard(job)
+            return None
+        self.files.prune_generations(job.service_id, job.code_graph_id, keep=job.seq)
+        return built
+
+    def _source_tree(self, job: BuildJob, row: Row) -> tuple[Path, str | None, git.WorkingTree | None]:
+        """The tree to index (cloned or fetched first for a git source), its commit, and a local tree's git facts."""
+        if row["source_path"]:
+            tree = Path(row["source_path"])
+            if not self.source_allowed(tree):
+                raise BuildFailed(
+                    "source_path: no longer under an allowed source root (MEMHUB_CODE_SOURCE_ROOTS changed)"
+                )
+            if not tree.is_dir():
+                raise BuildFailed(f"source_path: {tree} is not a directory any more")
+            local = git.working_tree(tree, timeout=self.git_timeout)
+            return tree, local.commit, local
+        url = git.check_repo_url(row["repo_url"])
+        if url.local_path is not None and not self.source_allowed(url.local_path):
+            raise BuildFailed("repo_url: no longer under an allowed source root (MEMHUB_CODE_SOURCE_ROOTS changed)")
+        checkout = self.files.checkout_dir(job.service_id, job.code_graph_id)
+        if git.is_clone(checkout):
+            self._set(job, {"internal_status": "fetching"})
+            git.update(checkout, row["branch"], timeout=self.git_timeout)
+        else:
+            self._set(job, {"internal_status": "cloning"})
+            git.clone(url.url, row["branch"], checkout, timeout=self.git_timeout)
+        return checkout, git.head_commit(checkout, timeout=self.git_timeout), None
+
+    def _set(self, job: BuildJob, changes: Row) -> Row | None:
+        """Update the graph if it still exists and no newer build was queued; the row after, or None."""
+        with self.store.writing(job.service_id) as w:
+            row = w.get(MetaKind.CODE_GRAPH, job.code_graph_id)
+            if row is None or row["build_seq"] != job.seq:
+                return None
+            w.update(MetaKind.CODE_GRAPH, job.code_graph_id, {**changes, "updated_at": now_iso()})
+            return w.get(MetaKind.CODE_GRAPH, job.code_graph_id)
+
+    def _fail(self, job: BuildJob, reason: str) -> None:
+        self._set(job, {"status": "failed", "internal_status": None, "sync_error": reason[:SYNC_ERROR_MAX]})
+        self._discard(job)
+
+    def _discard(self, job: BuildJob) -> None:
+        """Remove what a build that did not become current left on disk (everything, if the graph was deleted)."""
+        with self.store.reading(job.service_id) as r:
+            row = r.get(MetaKind.CODE_GRAPH, job.code_graph_id)
+        if row is None:
+            self.files.remove_graph(job.service_id, job.code_graph_id)
+        elif row["build_seq"] == job.seq or row["status"] not in BUSY_STATUSES:
+            self.files.prune_generations(job.service_id, job.code_graph_id, keep=row["generation"])
+        else:
+            # A newer build is queued: only this build's own generation goes.
+            self.files.remove_generation(job.service_id, job.code_graph_id, job.seq)
+
+    def _commit(self, job: BuildJob, built: BuildReport, local: git.WorkingTree | None) -> bool:
+        """The blue/green switch: one transaction points the graph at the new generation and registers it."""
+        now = now_iso()
+        with self.store.writing(job.service_id) as w:
+            row = w.get(MetaKind.CODE_GRAPH, job.code_graph_id)
+            if row is None or row["build_seq"] != job.seq:
+                return False  # deleted, or superseded by a newer build, meanwhile
+            changes: Row = {
+                "status": "ready",
+                "internal_status": None,
+                "sync_error": None,
+                "generation": job.seq,
+                "version": row["version"] + 1,
+                "commit_hash": built.commit_hash,
+                "stats_json": json.dumps(_stats(built.index)),
+                "last_sync_at": now,
+                "updated_at": now,
+            }
+            if local is not None:  # a working tree may have changed branch or remote since the last build
+                changes.update(branch=local.branch, remote_url=local.remote)
+            w.update(MetaKind.CODE_GRAPH, job.code_graph_id, changes)
+            stored = w.get(MetaKind.CODE_GRAPH, job.code_graph_id)
+            assert stored is not None
+            register_code_graph(w, stored, self.public_url)
+        # Queries from now on open the new generation; the old reader closes when its last query ends.
+        self.readers.forget(job.service_id, job.code_graph_id)
+        return True
+
+    def resume(self) -> int:
+        """At start: queue again the builds a previous process left pending or running (how many are
+        returned), and point registrations of this server's code graphs at its current public URL."""
+        count = 0
+        for service_id in self.files.tenants():
+            with self.store.writing(service_id) as w:
+                jobs = [self.queue(w, row) for row in w.find(MetaKind.CODE_GRAPH, {"status": list(BUSY_STATUSES)})]
+                moved = w.find(MetaKind.KNOWLEDGE, {"type": "code-graph", "service_url !=": self.public_url})
+                ours = {
+                    x["code_graph_id"]
+                    for x in w.find(MetaKind.CODE_GRAPH, {"code_graph_id": [m["knowledge_id"] for m in moved]})
+                }
+                for entry in moved:
+                    if entry["knowledge_id"] in ours:
+                        w.update(MetaKind.KNOWLEDGE, entry["knowledge_id"], {"service_url": self.public_url})
+            for job in jobs:
+                self.submit(job)
+                count += 1
+        return count
+
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        """Block until queued builds are done (tests, shutdown)."""
+        for future in list(self._futures):
+            future.result(timeout=timeout)
+
+    def close(self) -> None:
+        """Finish the running build; queued ones stay `pending` and resume at the next start."""
+        self._closed = True
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+        self.readers.close()

@@ -1,0 +1,420 @@
+"""The code-graph knowledge service: a team's indexed repositories, their builds, and queries through readers.
+
+A code graph indexes one source: a git repository (`repo_url` + `branch`, cloned shallow into the
+graph's directory) or a local directory or git working tree (`source_path`, under
+MEMHUB_CODE_SOURCE_ROOTS). Lifecycle: `pending` (a build is queued) → `processing` (cloning or
+fetching, then indexing) → `ready` | `failed`. Builds run in the background and switch generations
+blue/green (memhub.knowledge.codegraph.builds); while a sync runs, and after a failed one, queries keep
+answering from the last good generation and say `stale: true`. A graph that never built has nothing to
+answer with, and says so, instead of answering with an empty success.
+
+Authorization mirrors the wiki: the gateway key acts for the whole tenant; a user key must belong to an
+active member of the graph's team (to anyone else the graph does not exist). Deleting needs the
+graph's owner, a team admin or a system admin.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from memhub.errors import BadRequest, Conflict, FieldError, Forbidden, NotFound
+from memhub.knowledge.codegraph import git, queries
+from memhub.knowledge.codegraph.builds import (
+    BUSY_STATUSES,
+    CodeGraphBuilds,
+    register_code_graph,
+    stats_of,
+    summary_of,
+)
+from memhub.knowledge.codegraph.readers import GraphReaders
+from memhub.knowledge.codegraph.storage import CodeGraphFiles
+from memhub.knowledge.tools import ToolParamError, get_tool, validate_params
+from memhub.meta import audit
+from memhub.meta.caller import Caller
+from memhub.meta.clock import now_iso
+from memhub.meta.guards import membership
+from memhub.meta.keys import random_base36
+from memhub.store.meta import MetaKind, MetaReader, MetaStore, Row
+
+CODE_GRAPH_ID_RE = re.compile(r"^cg-[0-9a-z]{8}$")
+NOT_FOUND = "code graph not found"
+DEFAULT_BRANCH = "main"
+REPO_NAME_MAX = 256
+ROOTS_SETTING = "MEMHUB_CODE_SOURCE_ROOTS"
+
+
+def code_graph_not_found(code_graph_id: str) -> NotFound:
+    """The one answer for a graph that is absent or belongs to a team the caller is not in."""
+    return NotFound(f"{NOT_FOUND}: {code_graph_id}")
+
+
+def check_code_graph_id(code_graph_id: str, field_name: str = "code_graph_id") -> None:
+    """`cg-` + 8 base36 characters, or 400."""
+    if not CODE_GRAPH_ID_RE.match(code_graph_id):
+        raise BadRequest(f"{field_name}: invalid code_graph_id format (expected cg- and 8 characters of [0-9a-z])")
+
+
+def busy(row: Row) -> Conflict:
+    """The reference's busy answer: 409 with the graph's status and build step."""
+    return Conflict("busy", data={"status": row["status"], "step": row.get("internal_status")})
+
+
+def stale(row: Row) -> bool:
+    """Whether queries are answered from an older generation than the source (a build is queued, running or failed)."""
+    return row["status"] != "ready" and row["generation"] > 0
+
+
+def not_built_message(row: Row) -> str:
+    """Why a graph that never built cannot answer, and what to do about it."""
+    code_graph_id = row["code_graph_id"]
+    if row["status"] in BUSY_STATUSES:
+        step = f", step {row['internal_status']}" if row["internal_status"] else ""
+        return f"code graph {code_graph_id} is building its first index (status {row['status']}{step}); retry shortly"
+    return (
+        f"code graph {code_graph_id} has no index: the last build failed: {row['sync_error']}; "
+        "fix the source and call code-graph/sync"
+    )
+
+
+def query_params(tool_name: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The params of a direct `/v3/code-graph/<tool>` route, checked like the reference's QUERY_SPECS.
+
+    An unknown field is `unexpected field: x` (the reference's words); other rules name the field.
+    """
+    spec = get_tool("code-graph", tool_name, "code-graph")
+    for key in fields:
+        if key not in spec.params:
+            raise BadRequest(f"unexpected field: {key}", data={"errors": [{"field": key, "rule": "unexpected field"}]})
+    try:
+        return validate_params(spec, fields)
+    except ToolParamError as exc:
+        raise FieldError(exc.field, exc.rule) from None
+
+
+def _repo_name(url: str) -> str:
+    """`https://host/org/shop.git` → `shop`; `git@host:org/shop.git` → `shop`."""
+    tail = re.split(r"[/:]", url.rstrip("/"))[-1]
+    return (tail.removesuffix(".git") or url)[:REPO_NAME_MAX]
+
+
+@dataclass(frozen=True, slots=True)
+class CodeGraphConfig:
+    """Service settings: where graphs live, the URL agents reach them at, allowed local source roots."""
+
+    files_root: Path
+    public_url: str
+    source_roots: tuple[Path, ...] = ()
+    build_workers: int = 1
+    git_timeout: float = 600.0
+
+
+def _gated(caller: Caller) -> bool:
+    """Membership rules apply to users that are not system admins; the gateway key acts for the tenant."""
+    return caller.user_id is not None and not caller.is_system_admin
+
+
+def _visible(r: MetaReader, caller: Caller, row: Row) -> bool:
+    return not _gated(caller) or membership(r, row["team_id"], caller.user_id or "") is not None
+
+
+@dataclass
+class CodeGraphService:
+    """Code graphs of every tenant of one data dir."""
+
+    store: MetaStore
+    config: CodeGraphConfig
+    files: CodeGraphFiles = field(init=False)
+    readers: GraphReaders = field(init=False)
+    builds: CodeGraphBuilds = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.files = CodeGraphFiles(self.config.files_root)
+        self.readers = GraphReaders(self.files, self.store)
+        self.builds = CodeGraphBuilds(
+            self.store,
+            self.files,
+            self.readers,
+            self.config.public_url,
+            self._allowed,
+            self.config.build_workers,
+            self.config.git_timeout,
+        )
+
+    # -- rows, views and access ------------------------------------------------------------------
+
+    def detail(self, row: Row) -> Row:
+        """CodeGraphDetail on the wire (`version` a string, as in the reference), plus memhub's fields."""
+        stats = stats_of(row)
+        return {
+            "code_graph_id": row["code_graph_id"],
+            "team_id": row["team_id"],
+            "repo_name": row["repo_name"],
+            "repo_url": row["repo_url"],
+            "branch": row["branch"],
+            "commit_hash": row["commit_hash"],
+            "service_url": self.config.public_url,
+            "summary": summary_of(row),
+            "status": row["status"],
+            "internal_status": row["internal_status"],
+            "sync_error": row["sync_error"],
+            "version": str(row["version"]),
+            "owner_user_id": row["owner_user_id"],
+            "stats": {k: stats[k] for k in ("files", "nodes", "edges")} if stats else None,
+            "parse_errors": stats["parse_errors"] if stats else None,
+            "unresolved": stats["unresolved"] if stats else None,
+            "source_path": row["source_path"],
+            "stale": stale(row),
+            "last_sync_at": row["last_sync_at"],
+            "created_at": row["created_at"],
+            "updated_at": row["updated_at"],
+        }
+
+    def _row(self, r: MetaReader, caller: Caller, code_graph_id: str) -> Row:
+        check_code_graph_id(code_graph_id)
+        row = r.get(MetaKind.CODE_GRAPH, code_graph_id)
+        if row is None or not _visible(r, caller, row):
+            raise code_graph_not_found(code_graph_id)
+        return row
+
+    def _team_guard(self, r: MetaReader, caller: Caller, team_id: str) -> None:
+        if _gated(caller) and membership(r, team_id, caller.user_id or "") is None:
+            raise Forbidden(f"not a member of team {team_id}")
+
+    def row(self, caller: Caller, code_graph_id: str) -> Row:
+        """The graph's row, if the caller may see it."""
+        with self.store.reading(caller.service_id) as r:
+            return self._row(r, caller, code_graph_id)
+
+    def _allowed(self, path: Path) -> bool:
+        resolved = path.resolve()
+        return any(resolved == root or root in resolved.parents for root in self.config.source_roots)
+
+    def _local_source(self, source_path: str) -> str:
+        path = Path(source_path)
+        if not path.is_absolute():
+            raise BadRequest("source_path: must be an absolute path")
+        if not self._allowed(path):
+            raise Forbidden(
+                f"source_path: not under an allowed source root (set {ROOTS_SETTING} to allow local folders)"
+            )
+        resolved = path.resolve()
+        if not resolved.is_dir():
+            raise BadRequest("source_path: not a directory")
+        return str(resolved)
+
+    def _git_source(self, repo_url: str) -> str:
+        url = git.check_repo_url(repo_url)
+        # A file:// URL reads this server's disk: the same roots as a source_path apply.
+        if url.local_path is not None and not self._allowed(url.local_path):
+            raise Forbidden(
+                f"repo_url: a file:// repository must be under an allowed source root (set {ROOTS_SETTING})"
+            )
+        return url.url
+
+    def source_root(self, service_id: str, row: Row) -> Path:
+        """The tree the graph was indexed from (source excerpts are read from it)."""
+        if row["source_path"]:
+            return Path(row["source_path"])
+        return self.files.checkout_dir(service_id, row["code_graph_id"])
+
+    # -- management ------------------------------------------------------------------------------------
+
+    def create(self, caller: Caller, fields: Mapping[str, Any], *, wait: bool = False) -> tuple[Row, bool]:
+        """code-graph/create: idempotent per source; (detail, True) when new (its first build queued, or run
+        now with `wait`), (existing detail, False) otherwise."""
+        team_id = fields["team_id"]
+        user_id = fields.get("user_id")
+        if _gated(caller) and user_id is not None and user_id != caller.user_id:
+            raise Forbidden("user_id: does not match the caller")
+        repo_url, source_path = fields.get("repo_url"), fields.get("source_path")
+        if (repo_url is None) == (source_path is None):
+            raise BadRequest("repo_url: give exactly one of repo_url (a git URL) and source_path (a local directory)")
+        if source_path is not None:
+            if fields.get("branch") is not None:
+                raise BadRequest("branch: only with repo_url; a source_path is indexed as it is checked out")
+            path, url, branch = self._local_source(source_path), None, None
+            same: dict[str, Any] = {"team_id": team_id, "source_path": path}
+        else:
+            path, url = None, self._git_source(repo_url)
+            branch = git.check_branch(fields.get("branch") or DEFAULT_BRANCH)
+            same = {"team_id": team_id, "repo_url": url, "branch": branch}
+        name = fields.get("repo_name") or (_repo_name(url) if url else PurePosixPath(str(path)).name or str(path))
+        with self.store.writing(caller.service_id) as w:
+            self._team_guard(w, caller, team_id)
+            if w.get(MetaKind.TEAM, team_id) is None and caller.user_id is not None:
+                raise NotFound(f"team not found: {team_id}")
+            existing = w.find(MetaKind.CODE_GRAPH, same, limit=1)
+            if existing:
+                return self.detail(existing[0]), False
+            now = now_iso()
+            code_graph_id = self._new_id(w)
+            row = {
+                "code_graph_id": code_graph_id,
+                "team_id": team_id,
+                "repo_name": name[:REPO_NAME_MAX],
+                "repo_url": url,
+                "source_path": path,
+                "remote_url": None,
+                "branch": branch,
+                "commit_hash": None,
+                "summary": fields.get("summary"),
+                "status": "pending",
+                "internal_status": None,
+                "sync_error": None,
+                "version": 0,
+                "generation": 0,
+                "build_seq": 0,
+                "owner_user_id": caller.user_id or user_id,
+                "agent_id": fields.get("agent_id"),
+                "task_id": fields.get("task_id"),
+                "stats_json": None,
+                "last_sync_at": None,
+                "created_at": now,
+                "updated_at": now,
+            }
+            w.insert(MetaKind.CODE_GRAPH, row)
+            audit.record(
+                w, caller, "code-graph/create", [code_graph_id], {"team_id": team_id, "repo_url": url, "path": path}
+            )
+            job = self.builds.queue(w, row)
+        # The directory marks the tenant as having knowledge files, which is how `resume` finds builds.
+        self.files.graph_dir(caller.service_id, code_graph_id).mkdir(parents=True, exist_ok=True)
+        if not wait:
+            self.builds.submit(job)
+            return self.get(caller, code_graph_id), True
+        report = self.builds.run(job)
+        return {**self.get(caller, code_graph_id), "report": report.view() if report else None}, True
+
+    @staticmethod
+    def _new_id(r: MetaReader) -> str:
+        while True:
+            code_graph_id = "cg-" + random_base36(8)
+            if r.get(MetaKind.CODE_GRAPH, code_graph_id) is None:
+                return code_graph_id
+
+    def list(self, caller: Caller, team_id: str, status: str | None, limit: int, offset: int) -> Row:
+        """code-graph/list: the team's graphs, newest first."""
+        where: dict[str, Any] = {"team_id": team_id}
+        if status is not None:
+            where["status"] = status
+        with self.store.reading(caller.service_id) as r:
+            self._team_guard(r, caller, team_id)
+            rows = r.find(
+                MetaKind.CODE_GRAPH, where, order_by=("-created_at", "code_graph_id"), limit=limit, offset=offset
+            )
+            total = r.count(MetaKind.CODE_GRAPH, where)
+        return {"items": [self.detail(x) for x in rows], "total": total}
+
+    def get(self, caller: Caller, code_graph_id: str) -> Row:
+        """code-graph/get."""
+        return self.detail(self.row(caller, code_graph_id))
+
+    def update_meta(self, caller: Caller, code_graph_id: str, changes: Mapping[str, Any]) -> Row:
+        """code-graph/update-meta: repo_name and/or summary (the registry entry follows)."""
+        with self.store.writing(caller.service_id) as w:
+            self._row(w, caller, code_graph_id)
+            patch = {k: v for k, v in changes.items() if k in ("repo_name", "summary")}
+            if "repo_name" in patch and patch["repo_name"] is None:
+                raise BadRequest("repo_name: must be a non-empty string, not null (send summary: null to clear it)")
+            row = audit.changed(w, caller, MetaKind.CODE_GRAPH, code_graph_id, patch, "code-graph/update-meta")
+            if w.get(MetaKind.KNOWLEDGE, code_graph_id) is not None:
+                register_code_graph(w, row, self.config.public_url)
+        return self.detail(row)
+
+    def delete(self, caller: Caller, code_graph_ids: Sequence[str]) -> Row:
+        """code-graph/delete, in any state: `{deleted_ids, failed:[{id, reason}]}`; files go after the commit
+        (a build still running finds its graph gone and discards what it made)."""
+        ids = list(dict.fromkeys(code_graph_ids))
+        deleted: list[str] = []
+        failed: list[Row] = []
+        with self.store.writing(caller.service_id) as w:
+            for code_graph_id in ids:
+                if not CODE_GRAPH_ID_RE.match(code_graph_id):
+                    failed.append({"id": code_graph_id, "reason": "invalid id"})
+                    continue
+                row = w.get(MetaKind.CODE_GRAPH, code_graph_id)
+                if row is None or not _visible(w, caller, row):
+                    failed.append({"id": code_graph_id, "reason": "not found"})
+                elif not self._may_delete(w, caller, row):
+                    failed.append({"id": code_graph_id, "reason": "forbidden"})
+                else:
+                    w.delete(MetaKind.KNOWLEDGE, {"knowledge_id": code_graph_id})
+                    w.delete(MetaKind.CODE_GRAPH, {"code_graph_id": code_graph_id})
+                    deleted.append(code_graph_id)
+            if deleted:
+                audit.record(w, caller, "code-graph/delete", deleted, {"failed": failed})
+        for code_graph_id in deleted:
+            self.readers.forget(caller.service_id, code_graph_id)
+            self.files.remove_graph(caller.service_id, code_graph_id)
+        return {"deleted_ids": deleted, "failed": failed}
+
+    @staticmethod
+    def _may_delete(r: MetaReader, caller: Caller, row: Row) -> bool:
+        if not _gated(caller) or row["owner_user_id"] == caller.user_id:
+            return True
+        member = membership(r, row["team_id"], caller.user_id or "")
+        return member is not None and member["role"] == "admin"
+
+    # -- builds -------------------------------------------------------------------------------------------
+
+    def sync(self, caller: Caller, code_graph_id: str, *, wait: bool = False) -> tuple[Row, bool]:
+        """Fetch the source again and re-index what changed (or run it now with `wait`); (result, finished).
+        409 busy while a build is queued or running."""
+        with self.store.writing(caller.service_id) as w:
+            row = self._row(w, caller, code_graph_id)
+            if row["status"] in BUSY_STATUSES:
+                raise busy(row)
+            job = self.builds.queue(w, row)
+            audit.record(w, caller, "code-graph/sync", [code_graph_id], {"seq": job.seq})
+        if not wait:
+            self.builds.submit(job)
+            return {"code_graph_id": code_graph_id, "status": "pending"}, False
+        report = self.builds.run(job)
+        return {**self.get(caller, code_graph_id), "report": report.view() if report else None}, True
+
+    def resume(self) -> int:
+        """At start: queue again the builds a previous process left pending or running (how many are
+        returned), and point registrations of this server's graphs at its current public URL."""
+        return self.builds.resume()
+
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        """Block until queued builds are done (tests, shutdown)."""
+        self.builds.wait_idle(timeout)
+
+    def close(self) -> None:
+        """Finish the running build (queued ones stay `pending` and resume at the next start); close readers."""
+        self.builds.close()
+
+    # -- queries ---------------------------------------------------------------------------------------
+
+    def run_query(self, service_id: str, row: Row, tool_name: str, params: dict[str, Any]) -> Row | None:
+        """One query tool (params already checked) over the current generation, with `stale`; None when the
+        graph never built."""
+        with self.readers.lease(service_id, row) as graph:
+            if graph is None:
+                return None
+            data = queries.run_tool(graph, tool_name, params, source_root=self.source_root(service_id, row))
+        return {**data, "stale": stale(row)}
+
+    def query(self, caller: Caller, code_graph_id: str, tool_name: str, fields: Mapping[str, Any]) -> Row:
+        """A direct `/v3/code-graph/<tool>` query: params checked (400), 409 naming the status when never built."""
+        row = self.row(caller, code_graph_id)
+        params = query_params(tool_name, fields)
+        data = self.run_query(caller.service_id, row, tool_name, params)
+        if data is None:
+            raise Conflict(not_built_message(row), data={"status": row["status"], "step": row["internal_status"]})
+        return data
+
+
+__all__ = [
+    "CodeGraphConfig",
+    "CodeGraphService",
+    "check_code_graph_id",
+    "not_built_message",
+    "query_params",
+    "stale",
+]
