@@ -158,3 +158,19 @@ def test_incremental_index_equals_a_clean_rebuild(tmp_path_factory: object, edit
     clean = base / "clean.db"
     index_tree(root, clean)
     assert _snapshot(previous) == _snapshot(clean)
+
+
+def test_javascript_and_typescript_trees_are_indexed(tmp_path: Path) -> None:
+    fixtures = Path(__file__).parent / "fixtures"
+    for project in ("jsproj", "tsproj"):
+        root = fixtures / project
+        report = index_tree(root, tmp_path / f"{project}.db")
+        sources = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p.suffix != ".json")
+        assert sorted(report.added) == sources
+        graph = SQLiteGraph(tmp_path / f"{project}.db", readonly=True)
+        try:
+            languages = {f.language for f in graph.files()}
+            assert languages == ({"javascript"} if project == "jsproj" else {"typescript"})
+            assert graph.counts()["edges"] > 20
+        finally:
+            graph.close()

@@ -2,4 +2,7 @@
 
 from memhub.store.graph_records import Binding, FileFacts, Import, Reference, RefKind, Symbol, SymbolKind
 
-__all__ = ["Binding", "FileFacts", "Import", "RefKind", "Reference", "Symbol", "SymbolKind"]
+# A Binding of this name in a function's own scope is its declared return type (no identifier is spelled so).
+RETURNS = "()"
+
+__all__ = ["RETURNS", "Binding", "FileFacts", "Import", "RefKind", "Reference", "Symbol", "SymbolKind"]

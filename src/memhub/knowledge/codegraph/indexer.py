@@ -18,6 +18,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memhub.knowledge.codegraph.javascript_facts import LANGUAGES as JS_LANGUAGES
+from memhub.knowledge.codegraph.javascript_facts import extract_javascript
 from memhub.knowledge.codegraph.python_facts import extract_python
 from memhub.knowledge.codegraph.resolve import resolve
 from memhub.store.graph import FileRecord
@@ -35,7 +37,12 @@ SKIPPED_DIRS = frozenset(
 
 
 def _extractors() -> dict[str, tuple[str, Extractor]]:
-    return {".py": ("python", extract_python), ".pyi": ("python", extract_python)}
+    """Suffix → (language, extractor). JS/TS facts are made from the file alone (no view of other files),
+    so a stored file's facts stay valid whatever else changes, which incremental indexing relies on."""
+    table: dict[str, tuple[str, Extractor]] = {".py": ("python", extract_python), ".pyi": ("python", extract_python)}
+    for suffix, (language, _) in JS_LANGUAGES.items():
+        table[suffix] = (language, extract_javascript)
+    return table
 
 
 @dataclass(slots=True)

@@ -3,13 +3,18 @@
 T1 scope: the name is defined in an enclosing scope (Python's LEGB; class bodies are not enclosing
    scopes for their methods).
 T2 import: the name was imported; the import is followed to the module or symbol it names.
-T3 receiver: `self` / `cls` is the enclosing class, walked through its bases; a local bound to an
-   instance (`x = Client()`, `x: Client`, `self.client = Client()`) is that class.
+T3 receiver: `self` / `cls` / `this` is the enclosing class, walked through its bases (`super` in
+   JS/TS: the bases only); a local bound to an instance (`x = Client()`, `x: Client`,
+   `self.client = Client()`) is that class, and one bound to an instance of something outside the
+   repository (`new Map()`, `[]`, `requests.get()`) is outside too. Calling a function whose return
+   type is declared (a binding named `()` in its scope) gives an instance of that type.
 T4 unique name: nothing above applied, and exactly one function or method in the repository has the
-   called name, and the receiver is not something imported from outside.
+   called name, and the receiver is not something imported from outside. A bare call of a local
+   variable (`callback()`, a parameter) is dynamic: never guessed by name.
 Otherwise the reference is unresolved: with several candidates it is listed with them (never one
 picked silently); with none it calls outside the repository (a builtin, a library) and is counted.
-Calling a class is `instantiates` plus `calls` of its `__init__` when the repository defines one.
+Calling a class is `instantiates` plus `calls` of its constructor (`__init__`, `constructor`) when the
+repository defines one. Imports are followed through re-exports, star re-exports included.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from memhub.knowledge.codegraph.facts import RETURNS
 from memhub.store.graph_records import Edge, FileFacts, Reference, Resolution, Symbol, Unresolved
 
 CONFIDENCE: dict[str, float] = {"exact": 1.0, "import": 0.95, "scope": 0.9, "receiver": 0.8, "unique_name": 0.5}
@@ -33,6 +39,15 @@ class LanguageRules:
     receivers: frozenset[str]
     builtins: frozenset[str]
     constructor: str = "__init__"
+    # JS/TS `super`: the enclosing class's bases without the class itself (Python's `super()` is a call).
+    parent_receiver: str | None = None
+    # Methods every value of a builtin type has (`s.replace()`, `xs.map()`, `p.then()`): on a receiver of
+    # unknown type such a call is as likely the builtin's, so the repository's one method of that name is
+    # listed as a candidate, not guessed.
+    builtin_methods: frozenset[str] = frozenset()
+    # The export a module stands for when used as a value: `module.exports = C` / `export default C`
+    # make `require("./m")` callable and constructible as C.
+    default_export: str | None = None
 
 
 _JS_GLOBALS = frozenset(
@@ -73,10 +88,36 @@ _JS_GLOBALS = frozenset(
         "queueMicrotask",
     ]
 )
+_JS_BUILTIN_METHODS = frozenset(
+    name
+    for group in (
+        "toString toLocaleString valueOf hasOwnProperty isPrototypeOf call apply bind",  # Object, Function
+        "then catch finally",  # Promise
+        "at charAt charCodeAt concat endsWith includes indexOf lastIndexOf localeCompare match matchAll",  # String
+        "normalize padEnd padStart repeat replace replaceAll search slice split startsWith substring substr",
+        "toLowerCase toUpperCase trim trimStart trimEnd",
+        "entries every fill filter find findIndex findLast flat flatMap forEach join keys map pop push",  # Array
+        "reduce reduceRight reverse shift some sort splice unshift values",
+        "get set has delete clear add exec test",  # Map, Set, RegExp
+        "getTime toISOString toJSON toFixed toPrecision",  # Date, Number
+        "on once off emit addListener removeListener removeAllListeners pipe write end destroy",  # Node events
+        "addEventListener removeEventListener querySelector querySelectorAll appendChild setAttribute",  # DOM
+        "getAttribute preventDefault stopPropagation",
+    )
+    for name in group.split()
+)
+_JS_RULES = LanguageRules(
+    frozenset({"this"}),
+    _JS_GLOBALS,
+    constructor="constructor",
+    parent_receiver="super",
+    builtin_methods=_JS_BUILTIN_METHODS,
+    default_export="default",
+)
 RULES: dict[str, LanguageRules] = {
     "python": LanguageRules(frozenset({"self", "cls"}), frozenset(dir(builtins))),
-    "javascript": LanguageRules(frozenset({"this"}), _JS_GLOBALS, "constructor"),
-    "typescript": LanguageRules(frozenset({"this"}), _JS_GLOBALS, "constructor"),
+    "javascript": _JS_RULES,
+    "typescript": _JS_RULES,
 }
 
 
@@ -92,9 +133,10 @@ class Graph:
 
 @dataclass(frozen=True, slots=True)
 class _Entity:
-    """What an expression denotes: a symbol, an instance of a class, or something outside the repository."""
+    """What an expression denotes: a symbol, an instance of a class, the bases of a class (`super`), or
+    something outside the repository."""
 
-    kind: Literal["symbol", "instance", "external"]
+    kind: Literal["symbol", "instance", "parent", "external"]
     qname: str
     resolution: Resolution
 
@@ -122,6 +164,8 @@ class _Resolver:
                 self.types[binding.scope].setdefault(binding.name, binding.type_expr)
         self._mro: dict[str, list[str]] = {}
         self._typing: set[tuple[str, str]] = set()
+        # (owner, name) lookups being followed through imports: re-export cycles in broken code end here.
+        self._following: set[tuple[str, str]] = set()
 
     # -- scopes ------------------------------------------------------------------------------------------
 
@@ -146,8 +190,20 @@ class _Resolver:
 
     # -- names -------------------------------------------------------------------------------------------
 
+    def module_named(self, module: str) -> str:
+        """The module an import names: JS/TS `./lib` is `lib/index.ts` when no `lib.ts` exists, and a module
+        with only type declarations is its `.d.ts`. Decided here, not by the parser, so a file's facts do not
+        depend on which other files exist (an unchanged importer stays right when `lib.ts` becomes a folder)."""
+        if module in self.graph.symbols or "/" not in module:
+            return module  # Python modules are dotted: never a folder or a declaration file
+        for candidate in (f"{module}/index", f"{module}.d", f"{module}/index.d"):
+            if candidate in self.graph.symbols:
+                return candidate
+        return module
+
     def module_or_symbol(self, dotted: str, name: str | None) -> str | None:
         """The repository symbol an import names (`from m import f` → `m.f`; `import m` → `m`)."""
+        dotted = self.module_named(dotted)
         full = f"{dotted}.{name}" if name and name != "*" else dotted
         if full in self.graph.symbols:
             return full
@@ -166,10 +222,36 @@ class _Resolver:
             found = self.members.get(klass, {}).get(name)
             if found:
                 return found
-        imported = self.imports.get(owner, {}).get(name)
-        if imported is not None:
-            return self.module_or_symbol(*imported)
+        if (owner, name) in self._following:
+            return None
+        self._following.add((owner, name))
+        try:
+            imported = self.imports.get(owner, {}).get(name)
+            if imported is not None:
+                return self.module_or_symbol(*imported)
+            # `export * from "./x"` / `from x import *`: a name not defined here may come from a star import.
+            for module, star in list(self.imports.get(owner, {}).values()):
+                if star == "*" and self.module_named(module) in self.graph.symbols:
+                    found = self.member(self.module_named(module), name)
+                    if found:
+                        return found
+            return None
+        finally:
+            self._following.discard((owner, name))
+
+    def inherited(self, klass: str, name: str) -> str | None:
+        """`name` as the bases of `klass` define it, skipping the class itself (`super.name`)."""
+        for base in self.mro(klass)[1:]:
+            found = self.members.get(base, {}).get(name)
+            if found:
+                return found
         return None
+
+    def exported(self, qname: str) -> str:
+        """A module used as a value stands for its default export where the language has one (else itself)."""
+        symbol = self.graph.symbols.get(qname)
+        default = self.rules(qname).default_export if symbol is not None and symbol.kind == "module" else None
+        return (self.member(qname, default) or qname) if default else qname
 
     def mro(self, klass: str) -> list[str]:
         """The class and its repository bases, depth-first left to right without repeats (C3 for simple trees)."""
@@ -196,10 +278,10 @@ class _Resolver:
 
     def head(self, name: str, scope: str) -> _Entity | None:
         rules = self.rules(scope)
-        if name in rules.receivers:
+        if name in rules.receivers or name == rules.parent_receiver:
             klass = self.enclosing_class(scope)
             if klass is not None:
-                return _Entity("instance", klass, "receiver")
+                return _Entity("instance" if name in rules.receivers else "parent", klass, "receiver")
         for s in self.chain(scope):
             if name in self.members.get(s, {}):
                 return _Entity("symbol", self.members[s][name], "scope")
@@ -218,7 +300,13 @@ class _Resolver:
         return None
 
     def instance_of(self, type_expr: str, scope: str) -> _Entity | None:
-        """An instance of the class a binding names (`()C` = the result of calling C); None when unknown."""
+        """An instance of the class a binding names (`()C` = the result of calling C); None when unknown.
+
+        An empty type is a local of unknown type (an untyped parameter); an instance of something outside
+        the repository is outside too, so its methods (`cache.get()` on a `Map`) are not guessed by name.
+        """
+        if not type_expr.removeprefix("()"):
+            return None
         key = (type_expr, scope)
         if key in self._typing:
             return None  # `x = x()` or bindings naming each other: no type, rather than endless recursion
@@ -227,9 +315,18 @@ class _Resolver:
             entity = self.entity(type_expr.removeprefix("()"), scope)
         finally:
             self._typing.discard(key)
-        if entity is None or entity.kind != "symbol" or self.graph.symbols[entity.qname].kind != "class":
+        if entity is not None and entity.kind == "external":
+            return entity
+        if entity is None or entity.kind != "symbol":
+            return None
+        klass = self.exported(entity.qname)
+        if self.graph.symbols[klass].kind in ("function", "method") and type_expr.startswith("()"):
+            # `const s = createService()` with `createService(): UserService` declared.
+            returned = self.types.get(klass, {}).get(RETURNS)
+            return self.instance_of(returned, klass) if returned else None
+        if self.graph.symbols[klass].kind != "class":
             return None  # calling a function gives a value of unknown type
-        return _Entity("instance", entity.qname, "receiver")
+        return _Entity("instance", klass, "receiver")
 
     def entity(self, dotted: str, scope: str) -> _Entity | None:
         """What a dotted expression denotes, attribute by attribute."""
@@ -239,7 +336,15 @@ class _Resolver:
             if current is None or current.kind == "external":
                 return current
             owner = current.qname
+            if current.kind == "parent":
+                found = self.inherited(owner, attr)
+                if found is None:
+                    return _Entity("external", f"super.{attr}", "receiver")  # from a base outside the repository
+                current = _Entity("symbol", found, "receiver")
+                continue
             found = self.member(owner, attr)
+            if found is None and current.kind == "symbol" and self.exported(owner) != owner:
+                found = self.member(self.exported(owner), attr)  # `require("./logger").create()`: a static method
             if current.kind == "instance" and found is None:
                 # An attribute holding an instance: `self.client = Client()` recorded on the class.
                 for klass in self.mro(owner):
@@ -267,8 +372,16 @@ class _Resolver:
         if target is not None and target.kind == "external":
             self.graph.external += 1
             return
+        if target is not None and target.kind == "parent":
+            # `super(...)`: the nearest base constructor; none in the repository means an implicit or outside one.
+            base_init = self.inherited(target.qname, self.rules(target.qname).constructor)
+            if base_init is not None:
+                self.add(ref, base_init, "calls", "receiver")
+            else:
+                self.graph.external += 1
+            return
         if target is not None and target.kind == "symbol":
-            symbol = self.graph.symbols[target.qname]
+            symbol = self.graph.symbols[self.exported(target.qname)]
             if symbol.kind == "class":
                 self.add(ref, symbol.qname, "instantiates", target.resolution)
                 init = self.member(symbol.qname, self.rules(symbol.qname).constructor)
@@ -283,13 +396,16 @@ class _Resolver:
         """T4: a unique function or method of that name, unless the receiver is imported from outside."""
         name = ref.target.rpartition(".")[2]
         head = ref.target.split(".")[0]
+        if "." not in ref.target and self.is_local(head, ref.scope):
+            return  # calling a variable's value (a parameter, a callback): dynamic, not the function of that name
         if head != "?" and "." in ref.target:
             entity = self.head(head, ref.scope)
             if entity is not None and entity.kind == "external":
                 self.graph.external += 1
                 return
         candidates = [q for q in self.by_name.get(name, []) if self.graph.symbols[q].kind in ("function", "method")]
-        if len(candidates) == 1:
+        builtin_like = "." in ref.target and name in self.rules(ref.scope).builtin_methods
+        if len(candidates) == 1 and not builtin_like:
             self.add(ref, candidates[0], "calls", "unique_name")
         elif candidates:
             self.graph.unresolved.append(
@@ -297,6 +413,15 @@ class _Resolver:
             )
         else:
             self.graph.external += 1
+
+    def is_local(self, name: str, scope: str) -> bool:
+        """Whether a bare name is a local variable (a binding) where it is looked up."""
+        for s in self.chain(scope):
+            if name in self.members.get(s, {}) or name in self.imports.get(s, {}):
+                return False
+            if name in self.types.get(s, {}):
+                return True
+        return False
 
     def inheritance(self) -> None:
         """`inherits` from each class to its repository bases; `overrides` from a method to the one it hides."""
