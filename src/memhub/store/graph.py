@@ -112,5 +112,18 @@ class GraphWriter(GraphReader):
         """Replace the resolved graph (symbols, edges, unresolved references) and its metadata."""
 
     @abstractmethod
+    def patch_graph(
+        self,
+        files: Sequence[str],
+        qnames: Sequence[str],
+        symbols: Iterable[Symbol],
+        edges: Iterable[Edge],
+        unresolved: Iterable[Unresolved],
+        meta: dict[str, Any],
+    ) -> None:
+        """Replace only what a change affected: the edges and unresolved references written in `files`,
+        the symbols defined in them or named in `qnames`; `symbols` are those rows as they now are."""
+
+    @abstractmethod
     def commit(self) -> None:
         """Make everything durable."""

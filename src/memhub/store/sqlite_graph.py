@@ -171,9 +171,51 @@ class SQLiteGraph(GraphWriter):
     def put_graph(
         self, symbols: Iterable[Symbol], edges: Iterable[Edge], unresolved: Iterable[Unresolved], meta: dict[str, Any]
     ) -> None:
-        con = self.con
         for table in ("symbols", "edges", "unresolved", "unresolved_candidates", "symbols_fts", "meta"):
-            con.execute(f"DELETE FROM {table}")
+            self.con.execute(f"DELETE FROM {table}")
+        self._insert(symbols, edges, unresolved, first_id=0)
+        self._meta(meta)
+
+    def patch_graph(
+        self,
+        files: Sequence[str],
+        qnames: Sequence[str],
+        symbols: Iterable[Symbol],
+        edges: Iterable[Edge],
+        unresolved: Iterable[Unresolved],
+        meta: dict[str, Any],
+    ) -> None:
+        con = self.con
+        con.execute("CREATE TEMP TABLE IF NOT EXISTS patch_files (path TEXT PRIMARY KEY)")
+        con.execute("CREATE TEMP TABLE IF NOT EXISTS patch_qnames (qname TEXT PRIMARY KEY)")
+        con.execute("DELETE FROM patch_files")
+        con.execute("DELETE FROM patch_qnames")
+        con.executemany("INSERT OR IGNORE INTO patch_files VALUES (?)", [(f,) for f in files])
+        con.executemany("INSERT OR IGNORE INTO patch_qnames VALUES (?)", [(q,) for q in qnames])
+        con.execute(
+            "INSERT OR IGNORE INTO patch_qnames SELECT qname FROM symbols WHERE file IN (SELECT path FROM patch_files)"
+        )
+        con.execute("DELETE FROM symbols_fts WHERE qname IN (SELECT qname FROM patch_qnames)")
+        con.execute("DELETE FROM symbols WHERE qname IN (SELECT qname FROM patch_qnames)")
+        con.execute("DELETE FROM edges WHERE file IN (SELECT path FROM patch_files)")
+        con.execute(
+            "DELETE FROM unresolved_candidates WHERE unresolved_id IN "
+            "(SELECT id FROM unresolved WHERE file IN (SELECT path FROM patch_files))"
+        )
+        con.execute("DELETE FROM unresolved WHERE file IN (SELECT path FROM patch_files)")
+        next_id = con.execute("SELECT COALESCE(MAX(id), -1) + 1 FROM unresolved").fetchone()[0]
+        self._insert(symbols, edges, unresolved, first_id=next_id)
+        self._meta(meta)
+
+    def _meta(self, meta: dict[str, Any]) -> None:
+        self.con.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?,?)", [(k, json.dumps(v)) for k, v in meta.items()]
+        )
+
+    def _insert(
+        self, symbols: Iterable[Symbol], edges: Iterable[Edge], unresolved: Iterable[Unresolved], *, first_id: int
+    ) -> None:
+        con = self.con
         rows = [
             (
                 s.qname,
@@ -199,16 +241,15 @@ class SQLiteGraph(GraphWriter):
             "INSERT INTO edges (src, dst, kind, file, line, col, resolution, confidence) VALUES (?,?,?,?,?,?,?,?)",
             [(e.src, e.dst, e.kind, e.file, e.line, e.col, e.resolution, e.confidence) for e in edges],
         )
-        listed = list(unresolved)
+        listed = list(enumerate(unresolved, start=first_id))
         con.executemany(
             "INSERT INTO unresolved (id, src, target, kind, file, line, candidates_json) VALUES (?,?,?,?,?,?,?)",
-            [(i, u.src, u.target, u.kind, u.file, u.line, json.dumps(u.candidates)) for i, u in enumerate(listed)],
+            [(i, u.src, u.target, u.kind, u.file, u.line, json.dumps(u.candidates)) for i, u in listed],
         )
         con.executemany(
             "INSERT INTO unresolved_candidates (unresolved_id, qname) VALUES (?,?)",
-            [(i, qname) for i, u in enumerate(listed) for qname in u.candidates],
+            [(i, qname) for i, u in listed for qname in u.candidates],
         )
-        con.executemany("INSERT INTO meta (key, value) VALUES (?,?)", [(k, json.dumps(v)) for k, v in meta.items()])
 
     def commit(self) -> None:
         self.con.commit()

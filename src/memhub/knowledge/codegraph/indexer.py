@@ -13,6 +13,7 @@ import hashlib
 import multiprocessing
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from pathlib import Path
 from memhub.knowledge.codegraph.javascript_facts import LANGUAGES as JS_LANGUAGES
 from memhub.knowledge.codegraph.javascript_facts import extract_javascript
 from memhub.knowledge.codegraph.python_facts import extract_python
-from memhub.knowledge.codegraph.resolve import resolve
+from memhub.knowledge.codegraph.resolve import resolve, resolve_changes
 from memhub.store.graph import FileRecord
 from memhub.store.graph_records import FileFacts
 from memhub.store.sqlite_graph import SQLiteGraph
@@ -30,6 +31,11 @@ Extractor = Callable[[str, bytes], FileFacts]
 FILE_MAX_BYTES = 1024 * 1024
 # Below this many files to parse, starting worker processes costs more than it saves.
 PARALLEL_MIN_FILES = 200
+# A change of up to this many files re-resolves only what it can affect; a bigger one resolves everything.
+INCREMENTAL_MAX_FILES = 50
+# Generations whose file facts stay in memory (a large repository's facts take tens of MB).
+FACTS_CACHED = 2
+_FACTS: OrderedDict[str, dict[str, FileFacts]] = OrderedDict()
 # Folders that hold dependencies, build output or tool state, never the repository's own code.
 SKIPPED_DIRS = frozenset(
     {"node_modules", "__pycache__", "venv", ".venv", "env", "dist", "build", "target", "vendor", "site-packages"}
@@ -64,6 +70,7 @@ class IndexReport:
     skipped: list[Skipped] = field(default_factory=list)
     parse_errors: dict[str, int] = field(default_factory=dict)
     lines_parsed: int = 0
+    resolved_files: int = 0
     parse_seconds: float = 0.0
     resolve_seconds: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)
@@ -105,6 +112,19 @@ def _extract_all(todo: list[tuple[str, str, bytes, str]], workers: int) -> list[
         return [_extract_one(job) for job in todo]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         return list(pool.map(_extract_one, todo, chunksize=16))
+
+
+def _external_meta(by_file: dict[str, int]) -> dict[str, object]:
+    kept = {k: v for k, v in sorted(by_file.items()) if v}
+    return {"external_by_file": kept, "external_calls": sum(kept.values())}
+
+
+def _remember(generation: Path, facts: dict[str, FileFacts]) -> None:
+    """Keep the facts of the newest generations in memory, so a sync need not read every file's facts."""
+    _FACTS[str(generation)] = facts
+    _FACTS.move_to_end(str(generation))
+    while len(_FACTS) > FACTS_CACHED:
+        _FACTS.popitem(last=False)
 
 
 def index_tree(
@@ -154,17 +174,57 @@ def index_tree(
                 report.parse_errors[rel] = facts.parse_errors
             batch.append((FileRecord(rel, extractors[suffix][0], digest, len(data), facts.parse_errors), facts))
         report.removed = sorted(set(stored) - seen)
+        changed = {*report.changed, *report.added, *report.removed}
+        incremental = previous is not None and len(changed) <= INCREMENTAL_MAX_FILES
+        # The facts of every file, for the resolver: kept in memory from the previous build when this
+        # process made it (a sync), else read from the previous generation.
+        facts_by_path: dict[str, FileFacts] = {}
+        if incremental and previous is not None:
+            cached = _FACTS.get(str(previous))
+            facts_by_path = dict(cached) if cached is not None else {f.path: f for f in graph.file_facts()}
+        before = [facts_by_path[p] for p in sorted(changed) if p in facts_by_path]
         graph.drop_files(report.removed)
         graph.put_files(batch)
         report.parse_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        resolved = resolve(graph.file_facts())
-        graph.put_graph(
-            resolved.symbols.values(),
-            resolved.edges,
-            resolved.unresolved,
-            {**(meta or {}), "external_calls": resolved.external, "indexed_at": time.time()},
-        )
+        if incremental:
+            for path in report.removed:
+                facts_by_path.pop(path, None)
+            facts_by_path.update((record.path, facts) for record, facts in batch)
+        else:
+            facts_by_path = {f.path: f for f in graph.file_facts()}
+        ordered = [facts_by_path[p] for p in sorted(facts_by_path)]
+        externals: dict[str, int] = {}
+        if incremental:
+            resolved, affected = resolve_changes(ordered, changed, before)
+            touched = {
+                s.qname
+                for f in (*before, *(facts_by_path[p] for p in changed if p in facts_by_path))
+                for s in f.symbols
+            }
+            rows = [sym for sym in resolved.symbols.values() if sym.file in affected or sym.qname in touched]
+            externals = {
+                k: v for k, v in graph.meta().get("external_by_file", {}).items() if k not in affected
+            } | resolved.external_by_file
+            graph.patch_graph(
+                sorted(affected),
+                sorted(touched),
+                rows,
+                resolved.edges,
+                resolved.unresolved,
+                {**(meta or {}), **_external_meta(externals), "indexed_at": time.time()},
+            )
+            report.resolved_files = len(affected)
+        else:
+            resolved = resolve(ordered)
+            graph.put_graph(
+                resolved.symbols.values(),
+                resolved.edges,
+                resolved.unresolved,
+                {**(meta or {}), **_external_meta(resolved.external_by_file), "indexed_at": time.time()},
+            )
+            report.resolved_files = len(ordered)
+        _remember(target, facts_by_path)
         report.resolve_seconds = time.perf_counter() - started
         graph.commit()
         report.counts = graph.counts()

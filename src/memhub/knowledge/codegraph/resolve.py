@@ -128,7 +128,15 @@ class Graph:
     symbols: dict[str, Symbol] = field(default_factory=dict)
     edges: list[Edge] = field(default_factory=list)
     unresolved: list[Unresolved] = field(default_factory=list)
-    external: int = 0
+    external_by_file: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def external(self) -> int:
+        """Calls that left the repository (builtins, libraries), counted, not listed."""
+        return sum(self.external_by_file.values())
+
+    def count_external(self, file: str) -> None:
+        self.external_by_file[file] = self.external_by_file.get(file, 0) + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,7 +378,7 @@ class _Resolver:
     def call(self, ref: Reference) -> None:
         target = None if ref.target.startswith("?.") else self.entity(ref.target, ref.scope)
         if target is not None and target.kind == "external":
-            self.graph.external += 1
+            self.graph.count_external(ref.file)
             return
         if target is not None and target.kind == "parent":
             # `super(...)`: the nearest base constructor; none in the repository means an implicit or outside one.
@@ -378,7 +386,7 @@ class _Resolver:
             if base_init is not None:
                 self.add(ref, base_init, "calls", "receiver")
             else:
-                self.graph.external += 1
+                self.graph.count_external(ref.file)
             return
         if target is not None and target.kind == "symbol":
             symbol = self.graph.symbols[self.exported(target.qname)]
@@ -401,7 +409,7 @@ class _Resolver:
         if head != "?" and "." in ref.target:
             entity = self.head(head, ref.scope)
             if entity is not None and entity.kind == "external":
-                self.graph.external += 1
+                self.graph.count_external(ref.file)
                 return
         candidates = [q for q in self.by_name.get(name, []) if self.graph.symbols[q].kind in ("function", "method")]
         builtin_like = "." in ref.target and name in self.rules(ref.scope).builtin_methods
@@ -412,7 +420,7 @@ class _Resolver:
                 Unresolved(ref.scope, ref.target, ref.kind, ref.file, ref.line, tuple(candidates[:CANDIDATES_MAX]))
             )
         else:
-            self.graph.external += 1
+            self.graph.count_external(ref.file)
 
     def is_local(self, name: str, scope: str) -> bool:
         """Whether a bare name is a local variable (a binding) where it is looked up."""
@@ -423,9 +431,11 @@ class _Resolver:
                 return True
         return False
 
-    def inheritance(self) -> None:
+    def inheritance(self, only: set[str] | None = None) -> None:
         """`inherits` from each class to its repository bases; `overrides` from a method to the one it hides."""
         for symbol in list(self.graph.symbols.values()):
+            if only is not None and symbol.file not in only:
+                continue
             if symbol.kind == "method" and symbol.parent is not None:
                 for klass in self.mro(symbol.parent)[1:]:
                     hidden = self.members.get(klass, {}).get(symbol.name)
@@ -459,15 +469,66 @@ class _Resolver:
                         )
                     )
 
-    def run(self) -> Graph:
+    def run(self, only: set[str] | None = None) -> Graph:
+        """Resolve the references of every file, or only of the files in `only` (all symbols are known)."""
         for facts in self.files:
+            if only is not None and facts.path not in only:
+                continue
             for ref in facts.references:
                 if ref.kind in ("call", "decorates"):
                     self.call(ref)
-        self.inheritance()
+        self.inheritance(only)
         return self.graph
+
+    def affected_files(self, changed: set[str], before: Iterable[FileFacts]) -> set[str]:
+        """Files whose resolution may differ after `changed` files changed (`before`: their old facts).
+
+        Generous by design: every file with a reference, base class or import naming anything the changed
+        files define, bind or import (before or after), and every file with a class whose bases run through
+        a changed file. The property test (incremental == clean rebuild) holds this to account.
+        """
+        names: set[str] = set()
+        modules: set[str] = set()
+        touched = [*before, *(f for f in self.files if f.path in changed)]
+        for facts in touched:
+            modules.add(facts.module)
+            names.update(facts.module.replace("/", ".").split("."))
+            for symbol in facts.symbols:
+                names.add(symbol.name)
+                for base in symbol.bases:
+                    names.update(base.split("."))
+            names.update(imp.alias for imp in facts.imports)
+            names.update(binding.name for binding in facts.bindings)
+        affected = set(changed)
+        affected.update(f.path for f in self.files if f.path not in affected and _mentions(f, names, modules))
+        # Classes inheriting, at any depth, from a class defined in a changed file.
+        changed_classes = {q for q, s in self.graph.symbols.items() if s.kind == "class" and s.file in changed}
+        for symbol in self.graph.symbols.values():
+            inherits = symbol.kind == "class" and symbol.bases and symbol.file not in affected
+            if inherits and changed_classes.intersection(self.mro(symbol.qname)[1:]):
+                affected.add(symbol.file)
+        return affected
 
 
 def resolve(files: Iterable[FileFacts]) -> Graph:
     """Resolve the references of all files of one repository against each other."""
     return _Resolver(files).run()
+
+
+def _mentions(facts: FileFacts, names: set[str], modules: set[str]) -> bool:
+    """Whether a file refers to any of these names (in a call, an import or a base class) or modules."""
+    if any(names.intersection(ref.target.split(".")) for ref in facts.references):
+        return True
+    if any(imp.module in modules or imp.name in names for imp in facts.imports):
+        return True
+    return any(names.intersection(base.split(".")) for symbol in facts.symbols for base in symbol.bases)
+
+
+def resolve_changes(
+    files: Iterable[FileFacts], changed: set[str], before: Iterable[FileFacts]
+) -> tuple[Graph, set[str]]:
+    """Resolve only what a change can affect: (graph whose edges and unresolved cover the affected files,
+    the affected files). `files` is every file's current facts, `before` the old facts of changed files."""
+    resolver = _Resolver(files)
+    affected = resolver.affected_files(changed, before)
+    return resolver.run(affected), affected
