@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from memhub.errors import BadRequest, Conflict, FieldError, Forbidden, NotFound
+from memhub.knowledge.access import delete_batch, gated, require_member, visible
 from memhub.knowledge.codegraph import git, queries
 from memhub.knowledge.codegraph.builds import (
     BUSY_STATUSES,
@@ -36,9 +37,8 @@ from memhub.knowledge.tools import ToolParamError, get_tool, validate_params
 from memhub.meta import audit
 from memhub.meta.caller import Caller
 from memhub.meta.clock import now_iso
-from memhub.meta.guards import membership
 from memhub.meta.keys import random_base36
-from memhub.store.meta import MetaKind, MetaReader, MetaStore, Row
+from memhub.store.meta import MetaKind, MetaReader, MetaStore, MetaWriter, Row
 
 CODE_GRAPH_ID_RE = re.compile(r"^cg-[0-9a-z]{8}$")
 NOT_FOUND = "code graph not found"
@@ -112,15 +112,6 @@ class CodeGraphConfig:
     git_timeout: float = 600.0
 
 
-def _gated(caller: Caller) -> bool:
-    """Membership rules apply to users that are not system admins; the gateway key acts for the tenant."""
-    return caller.user_id is not None and not caller.is_system_admin
-
-
-def _visible(r: MetaReader, caller: Caller, row: Row) -> bool:
-    return not _gated(caller) or membership(r, row["team_id"], caller.user_id or "") is not None
-
-
 @dataclass
 class CodeGraphService:
     """Code graphs of every tenant of one data dir."""
@@ -176,13 +167,12 @@ class CodeGraphService:
     def _row(self, r: MetaReader, caller: Caller, code_graph_id: str) -> Row:
         check_code_graph_id(code_graph_id)
         row = r.get(MetaKind.CODE_GRAPH, code_graph_id)
-        if row is None or not _visible(r, caller, row):
+        if row is None or not visible(r, caller, row):
             raise code_graph_not_found(code_graph_id)
         return row
 
     def _team_guard(self, r: MetaReader, caller: Caller, team_id: str) -> None:
-        if _gated(caller) and membership(r, team_id, caller.user_id or "") is None:
-            raise Forbidden(f"not a member of team {team_id}")
+        require_member(r, caller, team_id)
 
     def row(self, caller: Caller, code_graph_id: str) -> Row:
         """The graph's row, if the caller may see it."""
@@ -228,7 +218,7 @@ class CodeGraphService:
         now with `wait`), (existing detail, False) otherwise."""
         team_id = fields["team_id"]
         user_id = fields.get("user_id")
-        if _gated(caller) and user_id is not None and user_id != caller.user_id:
+        if gated(caller) and user_id is not None and user_id != caller.user_id:
             raise Forbidden("user_id: does not match the caller")
         repo_url, source_path = fields.get("repo_url"), fields.get("source_path")
         if (repo_url is None) == (source_path is None):
@@ -328,36 +318,25 @@ class CodeGraphService:
     def delete(self, caller: Caller, code_graph_ids: Sequence[str]) -> Row:
         """code-graph/delete, in any state: `{deleted_ids, failed:[{id, reason}]}`; files go after the commit
         (a build still running finds its graph gone and discards what it made)."""
-        ids = list(dict.fromkeys(code_graph_ids))
-        deleted: list[str] = []
-        failed: list[Row] = []
+
+        def drop(w: MetaWriter, resource_id: str) -> None:
+            w.delete(MetaKind.KNOWLEDGE, {"knowledge_id": resource_id})
+            w.delete(MetaKind.CODE_GRAPH, {"code_graph_id": resource_id})
+
         with self.store.writing(caller.service_id) as w:
-            for code_graph_id in ids:
-                if not CODE_GRAPH_ID_RE.match(code_graph_id):
-                    failed.append({"id": code_graph_id, "reason": "invalid id"})
-                    continue
-                row = w.get(MetaKind.CODE_GRAPH, code_graph_id)
-                if row is None or not _visible(w, caller, row):
-                    failed.append({"id": code_graph_id, "reason": "not found"})
-                elif not self._may_delete(w, caller, row):
-                    failed.append({"id": code_graph_id, "reason": "forbidden"})
-                else:
-                    w.delete(MetaKind.KNOWLEDGE, {"knowledge_id": code_graph_id})
-                    w.delete(MetaKind.CODE_GRAPH, {"code_graph_id": code_graph_id})
-                    deleted.append(code_graph_id)
-            if deleted:
-                audit.record(w, caller, "code-graph/delete", deleted, {"failed": failed})
+            deleted, failed = delete_batch(
+                w,
+                caller,
+                code_graph_ids,
+                kind=MetaKind.CODE_GRAPH,
+                id_pattern=CODE_GRAPH_ID_RE,
+                drop=drop,
+                action="code-graph/delete",
+            )
         for code_graph_id in deleted:
             self.readers.forget(caller.service_id, code_graph_id)
             self.files.remove_graph(caller.service_id, code_graph_id)
         return {"deleted_ids": deleted, "failed": failed}
-
-    @staticmethod
-    def _may_delete(r: MetaReader, caller: Caller, row: Row) -> bool:
-        if not _gated(caller) or row["owner_user_id"] == caller.user_id:
-            return True
-        member = membership(r, row["team_id"], caller.user_id or "")
-        return member is not None and member["role"] == "admin"
 
     # -- builds -------------------------------------------------------------------------------------------
 

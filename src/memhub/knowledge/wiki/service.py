@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memhub.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
+from memhub.knowledge.access import delete_batch, gated, require_member, visible
 from memhub.knowledge.wiki.builds import BUSY_STATUSES, IndexMode, WikiBuilds, register_wiki
 from memhub.knowledge.wiki.pages import page_file, page_id
 from memhub.knowledge.wiki.snapshot import Conversation, Rescore, WikiSnapshot
@@ -45,7 +46,6 @@ from memhub.llm.client import LLMConfig
 from memhub.meta import audit
 from memhub.meta.caller import Caller
 from memhub.meta.clock import now_iso
-from memhub.meta.guards import membership
 from memhub.meta.keys import random_base36
 from memhub.store.meta import MetaKind, MetaReader, MetaStore, MetaWriter, Row
 
@@ -83,15 +83,6 @@ class WikiConfig:
     source_roots: tuple[Path, ...] = ()
     build_workers: int = 1
     llm: LLMConfig | None = None  # for `index: "ai"` ingests
-
-
-def _gated(caller: Caller) -> bool:
-    """Membership rules apply to users that are not system admins; the gateway key acts for the tenant."""
-    return caller.user_id is not None and not caller.is_system_admin
-
-
-def _visible(r: MetaReader, caller: Caller, row: Row) -> bool:
-    return not _gated(caller) or membership(r, row["team_id"], caller.user_id or "") is not None
 
 
 @dataclass
@@ -138,13 +129,12 @@ class WikiService:
     def _row(self, r: MetaReader, caller: Caller, wiki_id: str) -> Row:
         check_wiki_id(wiki_id)
         row = r.get(MetaKind.WIKI, wiki_id)
-        if row is None or not _visible(r, caller, row):
+        if row is None or not visible(r, caller, row):
             raise wiki_not_found(wiki_id)
         return row
 
     def _team_guard(self, r: MetaReader, caller: Caller, team_id: str) -> None:
-        if _gated(caller) and membership(r, team_id, caller.user_id or "") is None:
-            raise Forbidden(f"not a member of team {team_id}")
+        require_member(r, caller, team_id)
 
     def row(self, caller: Caller, wiki_id: str) -> Row:
         """The wiki's row, if the caller may see it."""
@@ -170,7 +160,7 @@ class WikiService:
         """wiki/create: idempotent on (team, name): (detail, True) when new, (existing detail, False) otherwise."""
         team_id, name = fields["team_id"], fields["name"]
         user_id = fields.get("user_id")
-        if _gated(caller) and user_id is not None and user_id != caller.user_id:
+        if gated(caller) and user_id is not None and user_id != caller.user_id:
             raise Forbidden("user_id: does not match the caller")
         source_path = self._local_source(fields["source_path"]) if fields.get("source_path") else None
         with self.store.writing(caller.service_id) as w:
@@ -249,37 +239,20 @@ class WikiService:
 
     def delete(self, caller: Caller, wiki_ids: Sequence[str]) -> Row:
         """wiki/delete: `{deleted_ids, failed:[{id, reason}]}`; files go after the commit."""
-        ids = list(dict.fromkeys(wiki_ids))
-        deleted: list[str] = []
-        failed: list[Row] = []
+
+        def drop(w: MetaWriter, resource_id: str) -> None:
+            w.delete(MetaKind.WIKI_SOURCE, {"wiki_id": resource_id})
+            w.delete(MetaKind.KNOWLEDGE, {"knowledge_id": resource_id})
+            w.delete(MetaKind.WIKI, {"wiki_id": resource_id})
+
         with self.store.writing(caller.service_id) as w:
-            for wiki_id in ids:
-                if not WIKI_ID_RE.match(wiki_id):
-                    failed.append({"id": wiki_id, "reason": "invalid id"})
-                    continue
-                row = w.get(MetaKind.WIKI, wiki_id)
-                if row is None or not _visible(w, caller, row):
-                    failed.append({"id": wiki_id, "reason": "not found"})
-                elif not self._may_delete(w, caller, row):
-                    failed.append({"id": wiki_id, "reason": "forbidden"})
-                else:
-                    w.delete(MetaKind.WIKI_SOURCE, {"wiki_id": wiki_id})
-                    w.delete(MetaKind.KNOWLEDGE, {"knowledge_id": wiki_id})
-                    w.delete(MetaKind.WIKI, {"wiki_id": wiki_id})
-                    deleted.append(wiki_id)
-            if deleted:
-                audit.record(w, caller, "wiki/delete", deleted, {"failed": failed})
+            deleted, failed = delete_batch(
+                w, caller, wiki_ids, kind=MetaKind.WIKI, id_pattern=WIKI_ID_RE, drop=drop, action="wiki/delete"
+            )
         for wiki_id in deleted:
             self.snapshots.forget(caller.service_id, wiki_id)
             self.files.remove_wiki(caller.service_id, wiki_id)
         return {"deleted_ids": deleted, "failed": failed}
-
-    @staticmethod
-    def _may_delete(r: MetaReader, caller: Caller, row: Row) -> bool:
-        if not _gated(caller) or row["owner_user_id"] == caller.user_id:
-            return True
-        member = membership(r, row["team_id"], caller.user_id or "")
-        return member is not None and member["role"] == "admin"
 
     # -- source files ------------------------------------------------------------------------------------
 
