@@ -15,10 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from memhub.knowledge.codegraph.service import CodeGraphService
-from tests.conftest import Gateway
+from tests.knowledge.knowledge_http import KnowledgeHttp
 
 SERVICE = "svc-a"
 OTHER_SERVICE = "svc-b"
@@ -70,10 +68,9 @@ CODE_GRAPH_TOOLS = [
 
 
 @dataclass
-class CodeGraphHttp:
+class CodeGraphHttp(KnowledgeHttp):
     """`/v3/code-graph/*` and `/v3/tools/*` over the gateway key, for one service id and team by default."""
 
-    gw: Gateway
     service: str = SERVICE
     team: str = TEAM
 
@@ -85,33 +82,6 @@ class CodeGraphHttp:
     def wait(self) -> None:
         """Block until every queued build has finished."""
         self.code_graphs.wait_idle(timeout=30)
-
-    def call(self, route: str, body: Mapping[str, Any], *, service: str | None = None) -> httpx.Response:
-        """POST `/v3/<route>` with the gateway key; the raw response."""
-        headers = {"authorization": f"Bearer {self.gw.key}", "x-tdai-service-id": service or self.service}
-        return self.gw.client.post(f"/v3/{route}", json=dict(body), headers=headers)
-
-    def ok(self, route: str, body: Mapping[str, Any], *, status: int = 200, service: str | None = None) -> Any:
-        """POST and assert a success envelope with this HTTP status; returns `data`."""
-        response = self.call(route, body, service=service)
-        envelope = response.json()
-        assert response.status_code == status, envelope
-        assert envelope["code"] == 0 and envelope["message"] == "ok", envelope
-        return envelope["data"]
-
-    def fails(
-        self, route: str, body: Mapping[str, Any], code: int, message: str | None = None, *, service: str | None = None
-    ) -> dict[str, Any]:
-        """POST and assert an error envelope (code = HTTP status); `message` exact, or a prefix when it ends with …"""
-        response = self.call(route, body, service=service)
-        envelope: dict[str, Any] = response.json()
-        assert response.status_code == code and envelope["code"] == code, envelope
-        if message is not None:
-            if message.endswith("…"):
-                assert envelope["message"].startswith(message[:-1]), envelope
-            else:
-                assert envelope["message"] == message, envelope
-        return envelope
 
     def create(self, *, status: int = 201, wait: bool = True, **fields: Any) -> dict[str, Any]:
         """code-graph/create in the default team (built now unless `wait=False`); the detail."""
