@@ -19,6 +19,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memhub.knowledge.codegraph.go_facts import extract_go
+from memhub.knowledge.codegraph.java_facts import extract_java
 from memhub.knowledge.codegraph.javascript_facts import LANGUAGES as JS_LANGUAGES
 from memhub.knowledge.codegraph.javascript_facts import extract_javascript
 from memhub.knowledge.codegraph.python_facts import extract_python
@@ -48,6 +50,8 @@ def _extractors() -> dict[str, tuple[str, Extractor]]:
     table: dict[str, tuple[str, Extractor]] = {".py": ("python", extract_python), ".pyi": ("python", extract_python)}
     for suffix, (language, _) in JS_LANGUAGES.items():
         table[suffix] = (language, extract_javascript)
+    table[".java"] = ("java", extract_java)
+    table[".go"] = ("go", extract_go)
     return table
 
 

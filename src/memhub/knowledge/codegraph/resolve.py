@@ -48,6 +48,11 @@ class LanguageRules:
     # The export a module stands for when used as a value: `module.exports = C` / `export default C`
     # make `require("./m")` callable and constructible as C.
     default_export: str | None = None
+    # Whether a constructor hides its base's (Python's `__init__` does; Java constructors are not inherited).
+    constructors_override: bool = True
+    # Go imports name a full path (`example.com/app/pkg/store`) whose repository directory (`pkg/store`)
+    # only go.mod knows: such imports are matched by path suffix against this language's packages.
+    imports_by_path_suffix: bool = False
 
 
 _JS_GLOBALS = frozenset(
@@ -114,10 +119,50 @@ _JS_RULES = LanguageRules(
     builtin_methods=_JS_BUILTIN_METHODS,
     default_export="default",
 )
+
+
+def _words(*groups: str) -> frozenset[str]:
+    """Names written as space-separated groups (long lists stay readable)."""
+    return frozenset(name for group in groups for name in group.split())
+
+
+# java.lang (imported implicitly) and the JDK types code names most; anything else from the JDK is imported.
+_JAVA_GLOBALS = _words(
+    "Object String StringBuilder StringBuffer System Math Integer Long Short Byte Double Float Boolean",
+    "Character Number Thread Runnable Iterable Comparable CharSequence Class Enum Record Void Objects",
+    "Exception RuntimeException Error Throwable IllegalArgumentException IllegalStateException",
+    "NullPointerException UnsupportedOperationException IndexOutOfBoundsException ArithmeticException",
+    "ClassCastException InterruptedException AutoCloseable Override Deprecated FunctionalInterface",
+)
+_JAVA_BUILTIN_METHODS = _words(
+    "equals hashCode toString getClass compareTo length isEmpty isBlank charAt substring trim strip",
+    "toUpperCase toLowerCase startsWith endsWith contains indexOf split replace format valueOf",
+    "add addAll get put putIfAbsent remove size clear stream map filter collect forEach iterator",
+    "hasNext next orElse orElseThrow ifPresent of append close run call apply accept test",
+)
 RULES: dict[str, LanguageRules] = {
     "python": LanguageRules(frozenset({"self", "cls"}), frozenset(dir(builtins))),
     "javascript": _JS_RULES,
     "typescript": _JS_RULES,
+    "java": LanguageRules(
+        frozenset({"this"}),
+        _JAVA_GLOBALS,
+        constructor="<init>",
+        parent_receiver="super",
+        builtin_methods=_JAVA_BUILTIN_METHODS,
+        constructors_override=False,
+    ),
+    "go": LanguageRules(
+        frozenset(),  # a method's receiver is named per method: a binding to its type, not a keyword
+        _words(
+            "append cap clear close complex copy delete imag len make max min new panic print println real recover",
+            "bool byte complex64 complex128 error float32 float64 int int8 int16 int32 int64 rune string",
+            "uint uint8 uint16 uint32 uint64 uintptr any comparable true false nil iota",
+        ),
+        constructor="",  # Go has no constructors: a composite literal `T{}` is not a call
+        builtin_methods=_words("Error String Close Read Write Len Less Swap Lock Unlock Wait Done Err Value"),
+        imports_by_path_suffix=True,
+    ),
 }
 
 
@@ -158,8 +203,12 @@ class _Resolver:
         self.types: dict[str, dict[str, str]] = defaultdict(dict)
         self.by_name: dict[str, list[str]] = defaultdict(list)
         self.languages: dict[str, str] = {}
+        # Modules that imports may name by a longer path ending in theirs (Go packages).
+        self.suffix_modules: set[str] = set()
         for facts in self.files:
             self.languages[facts.path] = facts.language
+            if RULES.get(facts.language, RULES["python"]).imports_by_path_suffix:
+                self.suffix_modules.add(facts.module)
             for symbol in facts.symbols:
                 self.graph.symbols.setdefault(symbol.qname, symbol)
                 if symbol.parent is not None:
@@ -207,6 +256,12 @@ class _Resolver:
         for candidate in (f"{module}/index", f"{module}.d", f"{module}/index.d"):
             if candidate in self.graph.symbols:
                 return candidate
+        if self.suffix_modules:
+            parts = module.split("/")
+            for start in range(1, len(parts)):  # the longest suffix first: `app/pkg/store`, then `pkg/store`
+                suffix = "/".join(parts[start:])
+                if suffix in self.suffix_modules:
+                    return suffix
         return module
 
     def module_or_symbol(self, dotted: str, name: str | None) -> str | None:
@@ -436,7 +491,9 @@ class _Resolver:
         for symbol in list(self.graph.symbols.values()):
             if only is not None and symbol.file not in only:
                 continue
-            if symbol.kind == "method" and symbol.parent is not None:
+            rules = self.rules(symbol.qname)
+            overridable = rules.constructors_override or symbol.name != rules.constructor
+            if symbol.kind == "method" and symbol.parent is not None and overridable:
                 for klass in self.mro(symbol.parent)[1:]:
                     hidden = self.members.get(klass, {}).get(symbol.name)
                     if hidden is not None:
