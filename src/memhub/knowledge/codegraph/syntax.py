@@ -1,4 +1,4 @@
-"""Small tree-sitter helpers shared by the Java, Go and Rust extractors."""
+"""Small tree-sitter helpers shared by the extractors (JavaScript/TypeScript, Java, Go)."""
 
 from __future__ import annotations
 
