@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,14 +26,13 @@ from memhub.knowledge.codegraph import git
 from memhub.knowledge.codegraph.indexer import IndexReport, index_tree
 from memhub.knowledge.codegraph.readers import GraphReaders
 from memhub.knowledge.codegraph.storage import CodeGraphFiles
+from memhub.knowledge.lifecycle import BUSY_STATUSES, SYNC_ERROR_MAX, BuildPool, mark_queued, set_if_current
 from memhub.meta.clock import now_iso
 from memhub.meta.knowledge import register
 from memhub.store.meta import MetaKind, MetaStore, MetaWriter, Row
 
 log = logging.getLogger("memhub.codegraph")
 
-BUSY_STATUSES = ("pending", "processing")
-SYNC_ERROR_MAX = 500
 SUMMARY_MAX = 256
 # A build report lists at most this many paths per kind of change (counts are always complete).
 REPORT_PATHS_MAX = 100
@@ -144,29 +142,18 @@ class CodeGraphBuilds:
     source_allowed: Callable[[Path], bool]
     workers: int = 1
     git_timeout: float = 600.0
-    _executor: ThreadPoolExecutor | None = field(init=False, default=None)
-    _futures: set[Future[BuildReport | None]] = field(init=False, default_factory=set)
-    _closed: bool = field(init=False, default=False)
+    pool: BuildPool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pool = BuildPool(self.workers, "code-graph-build")
 
     def queue(self, w: MetaWriter, row: Row) -> BuildJob:
         """Mark the graph `pending` under a new `build_seq` (in the caller's transaction); the job to submit."""
-        seq = row["build_seq"] + 1
-        w.update(
-            MetaKind.CODE_GRAPH,
-            row["code_graph_id"],
-            {"status": "pending", "internal_status": None, "build_seq": seq, "updated_at": now_iso()},
-        )
-        return BuildJob(w.service_id, row["code_graph_id"], seq)
+        return BuildJob(w.service_id, row["code_graph_id"], mark_queued(w, MetaKind.CODE_GRAPH, row))
 
     def submit(self, job: BuildJob) -> None:
         """Run the build in the background (call it after the transaction that queued it commits)."""
-        if self._closed:
-            return  # shutting down: the row stays `pending` and is resumed at the next start
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="code-graph-build")
-        future = self._executor.submit(self.run, job)
-        self._futures.add(future)
-        future.add_done_callback(self._futures.discard)
+        self.pool.submit(self.run, job)
 
     def run(self, job: BuildJob) -> BuildReport | None:
         """Run one build; never raises (a failure is recorded on the graph)."""
@@ -227,12 +214,7 @@ class CodeGraphBuilds:
 
     def _set(self, job: BuildJob, changes: Row) -> Row | None:
         """Update the graph if it still exists and no newer build was queued; the row after, or None."""
-        with self.store.writing(job.service_id) as w:
-            row = w.get(MetaKind.CODE_GRAPH, job.code_graph_id)
-            if row is None or row["build_seq"] != job.seq:
-                return None
-            w.update(MetaKind.CODE_GRAPH, job.code_graph_id, {**changes, "updated_at": now_iso()})
-            return w.get(MetaKind.CODE_GRAPH, job.code_graph_id)
+        return set_if_current(self.store, MetaKind.CODE_GRAPH, job.service_id, job.code_graph_id, job.seq, changes)
 
     def _fail(self, job: BuildJob, reason: str) -> None:
         self._set(job, {"status": "failed", "internal_status": None, "sync_error": reason[:SYNC_ERROR_MAX]})
@@ -300,12 +282,9 @@ class CodeGraphBuilds:
 
     def wait_idle(self, timeout: float = 60.0) -> None:
         """Block until queued builds are done (tests, shutdown)."""
-        for future in list(self._futures):
-            future.result(timeout=timeout)
+        self.pool.wait_idle(timeout)
 
     def close(self) -> None:
         """Finish the running build; queued ones stay `pending` and resume at the next start."""
-        self._closed = True
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
+        self.pool.close()
         self.readers.close()

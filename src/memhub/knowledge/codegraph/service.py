@@ -25,7 +25,6 @@ from memhub.errors import BadRequest, Conflict, FieldError, Forbidden, NotFound
 from memhub.knowledge.access import delete_batch, gated, require_member, visible
 from memhub.knowledge.codegraph import git, queries
 from memhub.knowledge.codegraph.builds import (
-    BUSY_STATUSES,
     CodeGraphBuilds,
     register_code_graph,
     stats_of,
@@ -33,6 +32,7 @@ from memhub.knowledge.codegraph.builds import (
 )
 from memhub.knowledge.codegraph.readers import GraphReaders
 from memhub.knowledge.codegraph.storage import CodeGraphFiles
+from memhub.knowledge.lifecycle import BUSY_STATUSES, busy, stale
 from memhub.knowledge.tools import ToolParamError, get_tool, validate_params
 from memhub.meta import audit
 from memhub.meta.caller import Caller
@@ -56,16 +56,6 @@ def check_code_graph_id(code_graph_id: str, field_name: str = "code_graph_id") -
     """`cg-` + 8 base36 characters, or 400."""
     if not CODE_GRAPH_ID_RE.match(code_graph_id):
         raise BadRequest(f"{field_name}: invalid code_graph_id format (expected cg- and 8 characters of [0-9a-z])")
-
-
-def busy(row: Row) -> Conflict:
-    """The reference's busy answer: 409 with the graph's status and build step."""
-    return Conflict("busy", data={"status": row["status"], "step": row.get("internal_status")})
-
-
-def stale(row: Row) -> bool:
-    """Whether queries are answered from an older generation than the source (a build is queued, running or failed)."""
-    return row["status"] != "ready" and row["generation"] > 0
 
 
 def not_built_message(row: Row) -> str:

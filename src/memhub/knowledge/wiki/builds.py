@@ -16,11 +16,11 @@ from __future__ import annotations
 import logging
 import shutil
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Literal
 
+from memhub.knowledge.lifecycle import BUSY_STATUSES, SYNC_ERROR_MAX, BuildPool, mark_queued, set_if_current
 from memhub.knowledge.wiki.ai_index import llm_describer
 from memhub.knowledge.wiki.build import BuildFailed, BuildReport, build_generation, source_statuses
 from memhub.knowledge.wiki.snapshot import WikiSnapshot
@@ -34,8 +34,6 @@ from memhub.store.meta import MetaKind, MetaStore, MetaWriter, Row
 
 log = logging.getLogger("memhub.wiki")
 
-BUSY_STATUSES = ("pending", "processing")
-SYNC_ERROR_MAX = 500
 IndexMode = Literal["rules", "ai"]
 
 
@@ -75,9 +73,10 @@ class WikiBuilds:
     public_url: str
     workers: int = 1
     llm: LLMConfig | None = None  # for `index: "ai"` builds
-    _executor: ThreadPoolExecutor | None = field(init=False, default=None)
-    _futures: set[Future[None]] = field(init=False, default_factory=set)
-    _closed: bool = field(init=False, default=False)
+    pool: BuildPool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pool = BuildPool(self.workers, "wiki-build")
 
     def queue(
         self, w: MetaWriter, row: Row, *, force: bool = False, index_mode: IndexMode = "rules"
@@ -88,23 +87,11 @@ class WikiBuilds:
         """
         if not force and row["generation"] == 0 and row["status"] == "draft":
             return None
-        seq = row["build_seq"] + 1
-        w.update(
-            MetaKind.WIKI,
-            row["wiki_id"],
-            {"status": "pending", "internal_status": None, "build_seq": seq, "updated_at": now_iso()},
-        )
-        return BuildJob(w.service_id, row["wiki_id"], seq, index_mode)
+        return BuildJob(w.service_id, row["wiki_id"], mark_queued(w, MetaKind.WIKI, row), index_mode)
 
     def submit(self, job: BuildJob) -> None:
         """Run the build in the background (call it after the transaction that queued it commits)."""
-        if self._closed:
-            return  # shutting down: the row stays `pending` and is resumed at the next start
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="wiki-build")
-        future = self._executor.submit(self.run, job)
-        self._futures.add(future)
-        future.add_done_callback(self._futures.discard)
+        self.pool.submit(self.run, job)
 
     def run(self, job: BuildJob) -> BuildReport | None:
         """Run one build; never raises (a failure is recorded on the wiki)."""
@@ -138,12 +125,7 @@ class WikiBuilds:
 
     def _set(self, job: BuildJob, changes: Row) -> Row | None:
         """Update the wiki if it still exists and no newer build was queued; the row after, or None."""
-        with self.store.writing(job.service_id) as w:
-            row = w.get(MetaKind.WIKI, job.wiki_id)
-            if row is None or row["build_seq"] != job.seq:
-                return None
-            w.update(MetaKind.WIKI, job.wiki_id, {**changes, "updated_at": now_iso()})
-            return w.get(MetaKind.WIKI, job.wiki_id)
+        return set_if_current(self.store, MetaKind.WIKI, job.service_id, job.wiki_id, job.seq, changes)
 
     def _fail(self, job: BuildJob, reason: str) -> None:
         self._set(job, {"status": "failed", "internal_status": None, "sync_error": reason[:SYNC_ERROR_MAX]})
@@ -235,14 +217,11 @@ class WikiBuilds:
 
     def wait_idle(self, timeout: float = 60.0) -> None:
         """Block until queued builds are done (tests, shutdown)."""
-        for future in list(self._futures):
-            future.result(timeout=timeout)
+        self.pool.wait_idle(timeout)
 
     def close(self) -> None:
         """Finish the running build; queued ones stay `pending` and resume at the next start."""
-        self._closed = True
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
+        self.pool.close()
 
 
 def _auto_summary(pages: int, themes: Sequence[str]) -> str:

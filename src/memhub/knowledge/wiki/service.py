@@ -21,7 +21,8 @@ from typing import Any
 
 from memhub.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
 from memhub.knowledge.access import delete_batch, gated, require_member, visible
-from memhub.knowledge.wiki.builds import BUSY_STATUSES, IndexMode, WikiBuilds, register_wiki
+from memhub.knowledge.lifecycle import BUSY_STATUSES, busy, stale
+from memhub.knowledge.wiki.builds import IndexMode, WikiBuilds, register_wiki
 from memhub.knowledge.wiki.pages import page_file, page_id
 from memhub.knowledge.wiki.snapshot import Conversation, Rescore, WikiSnapshot
 from memhub.knowledge.wiki.snapshot_cache import SnapshotCache
@@ -62,16 +63,6 @@ def check_wiki_id(wiki_id: str, field_name: str = "wiki_id") -> None:
     """`wiki-` + 8 base36 characters, or 400."""
     if not WIKI_ID_RE.match(wiki_id):
         raise BadRequest(f"{field_name}: invalid wiki_id format (expected wiki- and 8 characters of [0-9a-z])")
-
-
-def busy(row: Row) -> Conflict:
-    """The reference's busy answer: 409 with the wiki's status and build step."""
-    return Conflict("busy", data={"status": row["status"], "step": row.get("internal_status")})
-
-
-def stale(row: Row) -> bool:
-    """Whether reads are answered from an older generation than the sources (a build is queued, running or failed)."""
-    return row["status"] != "ready" and row["generation"] > 0
 
 
 @dataclass(frozen=True, slots=True)
