@@ -13,9 +13,15 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 SymbolKind = Literal["module", "class", "function", "method"]
-RefKind = Literal["call", "inherits", "decorates"]
+# `implements`: a type declares a trait or interface from outside its own definition (Rust `impl T for X`);
+# `reference`: a name used as a value, not called (`key=sort_key`, `Thread(target=run)`, `handlers[x] = on_x`).
+RefKind = Literal["call", "inherits", "decorates", "implements", "reference"]
 Resolution = Literal["exact", "import", "scope", "receiver", "unique_name"]
-EdgeKind = Literal["calls", "instantiates", "inherits", "overrides", "decorates"]
+EdgeKind = Literal[
+    "calls", "instantiates", "inherits", "implements", "overrides", "decorates", "contains", "imports", "references"
+]
+# What a class is beyond "a type with members"; interface-like flavors make a base an `implements` edge.
+INTERFACE_FLAVORS = frozenset({"interface", "trait", "protocol"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +39,7 @@ class Symbol:
     doc: str = ""
     signature: str = ""
     bases: tuple[str, ...] = ()  # for classes: the base-class expressions as written
+    flavor: str = ""  # for classes: interface, trait, protocol, struct, enum, record, union, annotation; "" = class
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ SCHEMA = """
     CREATE TABLE IF NOT EXISTS symbols (
         qname TEXT PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL, file TEXT NOT NULL, line INTEGER NOT NULL,
         col INTEGER NOT NULL, end_line INTEGER NOT NULL, parent TEXT, doc TEXT NOT NULL, signature TEXT NOT NULL,
-        bases_json TEXT NOT NULL
+        bases_json TEXT NOT NULL, flavor TEXT NOT NULL DEFAULT ''
     );
     CREATE INDEX IF NOT EXISTS symbols_by_name ON symbols (name);
     CREATE INDEX IF NOT EXISTS symbols_by_file ON symbols (file, line);
@@ -47,7 +47,10 @@ SCHEMA = """
     );
     CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-_SYMBOL_COLUMNS = "qname, kind, name, file, line, col, end_line, parent, doc, signature, bases_json"
+_SYMBOL_COLUMNS = "qname, kind, name, file, line, col, end_line, parent, doc, signature, bases_json, flavor"
+# What a generation holds changes with the extractors and the resolver (new edge kinds, new fields): a
+# previous generation of another format is rebuilt from the sources, never patched.
+GRAPH_FORMAT = 2
 
 
 def _row(record: Symbol | Reference | Import | Binding) -> list[Any]:
@@ -76,7 +79,7 @@ def _facts_from(record: sqlite3.Row) -> FileFacts:
         record["path"],
         record["language"],
         data["module"],
-        [Symbol(*s[:-1], tuple(s[-1])) for s in data["symbols"]],
+        [Symbol(*s[:10], tuple(s[10]), *s[11:]) for s in data["symbols"]],
         [Reference(*r) for r in data["references"]],
         [Import(*i) for i in data["imports"]],
         [Binding(*b) for b in data["bindings"]],
@@ -97,6 +100,7 @@ def _symbol(row: sqlite3.Row) -> Symbol:
         row["doc"],
         row["signature"],
         tuple(json.loads(row["bases_json"])),
+        row["flavor"],
     )
 
 
@@ -137,6 +141,15 @@ class SQLiteGraph(GraphWriter):
             self.con = sqlite3.connect(path, check_same_thread=False)
             self.con.executescript(SCHEMA)
         self.con.row_factory = sqlite3.Row
+        self._upgrade()
+
+    def _upgrade(self) -> None:
+        """A generation written before symbols had a flavor still answers (and is rebuilt at its next sync)."""
+        columns = {row[1] for row in self.con.execute("PRAGMA main.table_info(symbols)")}
+        if "flavor" in columns or not columns:
+            return
+        # A read-only file cannot be altered; a temporary view of the same name shadows the table instead.
+        self.con.execute("CREATE TEMP VIEW symbols AS SELECT *, '' AS flavor FROM main.symbols")
 
     @classmethod
     def copy_from(cls, previous: Path, path: Path) -> SQLiteGraph:
@@ -174,7 +187,7 @@ class SQLiteGraph(GraphWriter):
         for table in ("symbols", "edges", "unresolved", "unresolved_candidates", "symbols_fts", "meta"):
             self.con.execute(f"DELETE FROM {table}")
         self._insert(symbols, edges, unresolved, first_id=0)
-        self._meta(meta)
+        self._meta({**meta, "graph_format": GRAPH_FORMAT})
 
     def patch_graph(
         self,
@@ -229,10 +242,11 @@ class SQLiteGraph(GraphWriter):
                 s.doc,
                 s.signature,
                 json.dumps(s.bases),
+                s.flavor,
             )
             for s in symbols
         ]
-        con.executemany(f"INSERT OR IGNORE INTO symbols ({_SYMBOL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
+        con.executemany(f"INSERT OR IGNORE INTO symbols ({_SYMBOL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
         con.executemany(
             "INSERT INTO symbols_fts (qname, name, path, doc) VALUES (?,?,?,?)",
             [(r[0], r[2], r[0].replace(".", " ").replace("/", " "), r[8]) for r in rows],
@@ -383,6 +397,10 @@ class SQLiteGraph(GraphWriter):
             "unresolved": one("SELECT COUNT(*) FROM unresolved").fetchone()[0],
             "parse_errors": one("SELECT COALESCE(SUM(parse_errors), 0) FROM files").fetchone()[0],
         }
+
+    def graph_format(self) -> int:
+        """The GRAPH_FORMAT this generation was written in (1: before the format was recorded)."""
+        return int(self.meta().get("graph_format", 1))
 
     def meta(self) -> dict[str, Any]:
         return {row["key"]: json.loads(row["value"]) for row in self.con.execute("SELECT key, value FROM meta")}

@@ -41,6 +41,8 @@ def test_the_ambiguous_call_is_listed_with_its_candidates_not_guessed(graph: Gra
 def test_inheritance_and_overrides_but_constructors_do_not_override(graph: Graph) -> None:
     truth = expected(PROJECT)
     assert {(e.src, e.dst) for e in graph.edges if e.kind == "inherits"} == {tuple(x) for x in truth["inherits"]}
+    implemented = {tuple(x) for x in truth.get("implements", [])}
+    assert {(e.src, e.dst) for e in graph.edges if e.kind == "implements"} == implemented
     assert {(e.src, e.dst) for e in graph.edges if e.kind == "overrides"} == {tuple(x) for x in truth["overrides"]}
 
 

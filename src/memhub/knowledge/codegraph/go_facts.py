@@ -28,7 +28,7 @@ from functools import cache
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 from memhub.knowledge.codegraph.facts import RETURNS, Binding, FileFacts, Import, Reference, Symbol
-from memhub.knowledge.codegraph.syntax import count_errors, line_docs, node_text, squash
+from memhub.knowledge.codegraph.syntax import count_errors, declared_type_reference, line_docs, node_text, squash
 
 _CAPTURED = (
     "import_spec",
@@ -103,6 +103,7 @@ class _Walker:
     facts: FileFacts
     seen: dict[str, int] = field(default_factory=dict)
     open: list[_Open] = field(default_factory=list)
+    at: Node | None = None  # the node being read: where a declared type is referenced
 
     def qualify(self, parent: str, name: str) -> str:
         qname = f"{parent}.{name}"
@@ -119,6 +120,7 @@ class _Walker:
 
     def visit(self, node: Node, scope: str) -> None:
         kind = node.type
+        self.at = node
         if kind == "import_spec":
             self.import_spec(node, scope)
         elif kind in ("function_declaration", "method_declaration"):
@@ -139,6 +141,7 @@ class _Walker:
     def bind(self, scope: str, name: str, type_expr: str) -> None:
         if name and name != "_":
             self.facts.bindings.append(Binding(scope, name, type_expr))
+            declared_type_reference(self.facts, type_expr, scope, self.at)
 
     # -- definitions ---------------------------------------------------------------------------------
 
@@ -232,6 +235,9 @@ class _Walker:
                 line_docs(declaration, "//"),
                 squash(f"type {node_text(node)}", 120),
                 tuple(bases),
+                {"struct_type": "struct", "interface_type": "interface"}.get(definition.type, "")
+                if definition is not None
+                else "",
             )
         )
 

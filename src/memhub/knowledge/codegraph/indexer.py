@@ -27,7 +27,7 @@ from memhub.knowledge.codegraph.python_facts import extract_python
 from memhub.knowledge.codegraph.resolve import resolve, resolve_changes
 from memhub.store.graph import FileRecord
 from memhub.store.graph_records import FileFacts
-from memhub.store.sqlite_graph import SQLiteGraph
+from memhub.store.sqlite_graph import GRAPH_FORMAT, SQLiteGraph
 
 Extractor = Callable[[str, bytes], FileFacts]
 FILE_MAX_BYTES = 1024 * 1024
@@ -123,6 +123,14 @@ def _external_meta(by_file: dict[str, int]) -> dict[str, object]:
     return {"external_by_file": kept, "external_calls": sum(kept.values())}
 
 
+def _format_of(generation: Path) -> int:
+    graph = SQLiteGraph(generation, readonly=True)
+    try:
+        return graph.graph_format()
+    finally:
+        graph.close()
+
+
 def _remember(generation: Path, facts: dict[str, FileFacts]) -> None:
     """Keep the facts of the newest generations in memory, so a sync need not read every file's facts."""
     _FACTS[str(generation)] = facts
@@ -147,6 +155,8 @@ def index_tree(
     workers = workers if workers is not None else (os.cpu_count() or 1)
     extractors = _extractors()
     report = IndexReport()
+    if previous is not None and _format_of(previous) != GRAPH_FORMAT:
+        previous = None  # written by another version: its facts and edges are rebuilt from the sources
     graph = SQLiteGraph.copy_from(previous, target) if previous is not None else SQLiteGraph(target)
     try:
         stored = {f.path: f for f in graph.files()}

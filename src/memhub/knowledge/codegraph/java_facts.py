@@ -27,9 +27,16 @@ from typing import Literal
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 from memhub.knowledge.codegraph.facts import Binding, FileFacts, Import, Reference, Symbol
-from memhub.knowledge.codegraph.syntax import block_doc, count_errors, node_text, squash
+from memhub.knowledge.codegraph.syntax import block_doc, count_errors, declared_type_reference, node_text, squash
 
 CONSTRUCTOR = "<init>"
+# What each declaration kind is, beyond a class (an interface base makes an `implements` edge).
+_FLAVORS = {
+    "interface_declaration": "interface",
+    "enum_declaration": "enum",
+    "record_declaration": "record",
+    "annotation_type_declaration": "annotation",
+}
 _TYPE_DECLARATIONS = frozenset(
     {
         "class_declaration",
@@ -147,6 +154,7 @@ class _Walker:
     static_imports: set[str] = field(default_factory=set)
     seen: dict[str, int] = field(default_factory=dict)
     open: list[_Open] = field(default_factory=list)
+    at: Node | None = None  # the node being read: where a declared type is referenced
 
     def qualify(self, parent: str, name: str) -> str:
         qname = f"{parent}.{name}"
@@ -177,6 +185,7 @@ class _Walker:
 
     def visit(self, node: Node, scope: _Scope) -> None:
         kind = node.type
+        self.at = node
         if kind in _TYPE_DECLARATIONS:
             self.klass(node, scope)
         elif kind in ("method_declaration", "constructor_declaration", "compact_constructor_declaration"):
@@ -239,6 +248,7 @@ class _Walker:
                 block_doc(node),
                 squash(header),
                 tuple(bases),
+                _FLAVORS.get(node.type, ""),
             )
         )
         info = _Class(qname, path, self.members.get(node.id, {}))
@@ -287,6 +297,7 @@ class _Walker:
     def bind(self, scope_qname: str, name: str, type_expr: str) -> None:
         if name:
             self.facts.bindings.append(Binding(scope_qname, name, type_expr))
+            declared_type_reference(self.facts, type_expr, scope_qname, self.at)
 
     def field_declaration(self, node: Node, scope: _Scope) -> None:
         if scope.kind != "class":

@@ -29,7 +29,7 @@ from memhub.knowledge.codegraph.javascript_syntax import (
     unwrap,
     value_type,
 )
-from memhub.knowledge.codegraph.syntax import node_text, squash
+from memhub.knowledge.codegraph.syntax import declared_type_reference, node_text, squash
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "generator_function"})
 # The nodes the extractor reads; node kinds a grammar lacks (JSX in .ts, interfaces in .js) are dropped.
@@ -108,6 +108,7 @@ class Walker:
     claimed: set[int] = field(default_factory=set)  # nodes already read by an ancestor (`require(…)`)
     skip_until: int = 0  # end of an ambient `declare …` block: declarations only, nothing to read
     bindings: dict[tuple[str, str], str] = field(default_factory=dict)
+    at: Node | None = None  # the node being read: where a declared type is referenced
     default_exported: bool = False
     commonjs: bool = False
 
@@ -144,6 +145,7 @@ class Walker:
 
     def visit(self, node: Node, scope: Scope) -> None:
         kind = node.type
+        self.at = node
         if kind in ("call_expression", "new_expression"):
             self.call(node, scope)
         elif kind in ("arrow_function", "function_expression", "generator_function"):
@@ -172,7 +174,7 @@ class Walker:
             self.interface(node, scope)
         elif kind == "enum_declaration":
             name = node_text(node.child_by_field_name("name"))
-            self.symbol("class", name, self.qualify(scope.qname, name), node, scope, f"enum {name}")
+            self.symbol("class", name, self.qualify(scope.qname, name), node, scope, f"enum {name}", flavor="enum")
         elif kind in ("internal_module", "module"):
             self.namespace(node, scope)
         elif kind == "ambient_declaration":
@@ -208,6 +210,7 @@ class Walker:
         signature: str,
         bases: tuple[str, ...] = (),
         doc_node: Node | None = None,
+        flavor: str = "",
     ) -> None:
         start, end = node.start_point, node.end_point
         self.facts.symbols.append(
@@ -223,6 +226,7 @@ class Walker:
                 jsdoc(doc_node or node),
                 squash(signature),
                 bases,
+                flavor,
             )
         )
 
@@ -343,7 +347,7 @@ class Walker:
                     if base:
                         bases.append(base)
                         self.ref("inherits", base, scope, expression)
-        self.symbol("class", name, qname, node, scope, f"interface {name}", tuple(bases))
+        self.symbol("class", name, qname, node, scope, f"interface {name}", tuple(bases), flavor="interface")
         body = node.child_by_field_name("body")
         inner = Scope(qname, "class", None)
         for member in body.named_children if body is not None else []:
@@ -369,6 +373,7 @@ class Walker:
         key = (scope, name)
         if not self.bindings.get(key):
             self.bindings[key] = type_expr
+            declared_type_reference(self.facts, type_expr, scope, self.at)
 
     def declarator(self, node: Node, scope: Scope) -> None:
         """`const f = () => …` defines f; `const x = require("./m")` imports; `const c = new C()` binds."""

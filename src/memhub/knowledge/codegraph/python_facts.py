@@ -13,7 +13,7 @@ from functools import cache
 
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
-from memhub.knowledge.codegraph.facts import Binding, FileFacts, Import, Reference, Symbol, SymbolKind
+from memhub.knowledge.codegraph.facts import RETURNS, Binding, FileFacts, Import, Reference, Symbol, SymbolKind
 
 
 @cache
@@ -58,6 +58,15 @@ def _docstring(body: Node | None) -> str:
         raw = _text(first.named_children[0])
         return raw.strip("\"'").strip()[:500]
     return ""
+
+
+_ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
+
+
+def _flavor(bases: list[str]) -> str:
+    """A class listing `Protocol` among its bases is one (its subclasses implement it); an Enum's is an enum."""
+    names = {base.rpartition(".")[2] for base in bases}
+    return "protocol" if "Protocol" in names else "enum" if names & _ENUM_BASES else ""
 
 
 @dataclass(slots=True)
@@ -184,21 +193,40 @@ class _Walker:
         )
         inner = _Scope(qname, "function", scope.qname if method else scope.class_qname)
         if params is not None:
-            self.parameters(params, inner)
+            self.parameters(params, inner, skip_first=method)
+        returns = node.child_by_field_name("return_type")
+        returned = self.annotation(returns, inner)
+        if returned:
+            # `def make() -> Client`: `x = make()` holds a Client, as a declared result types it in Java or Go.
+            self.facts.bindings.append(Binding(qname, RETURNS, returned))
         self.enter(node, body, inner, scope)
 
-    def parameters(self, params: Node, scope: _Scope) -> None:
-        for param in params.named_children:
-            if param.type in ("typed_parameter", "typed_default_parameter"):
+    def annotation(self, type_node: Node | None, scope: _Scope) -> str | None:
+        """The class an annotation names (`Client`, `m.Client`), recorded as a reference from `scope`."""
+        first = type_node.named_children[0] if type_node is not None and type_node.named_children else None
+        name = expression_name(first)
+        if name and first is not None:
+            self._ref("reference", name, scope, first)
+        return name
+
+    def parameters(self, params: Node, scope: _Scope, *, skip_first: bool) -> None:
+        """Every parameter is a local of the function: typed by its annotation, else of unknown type, so a
+        parameter named like a module function (`def run(handler): handler()`) is never taken for it."""
+        for index, param in enumerate(params.named_children):
+            kind = param.type
+            if kind == "identifier":
+                name_node: Node | None = param
+            elif kind in ("list_splat_pattern", "dictionary_splat_pattern"):
+                name_node = next((c for c in param.named_children if c.type == "identifier"), None)
+            else:
                 name_node = param.child_by_field_name("name") or next(
                     (c for c in param.named_children if c.type == "identifier"), None
                 )
-                type_node = param.child_by_field_name("type")
-                annotation = (
-                    expression_name(type_node.named_children[0]) if type_node and type_node.named_children else None
-                )
-                if name_node is not None and annotation:
-                    self.facts.bindings.append(Binding(scope.qname, _text(name_node), annotation))
+            if name_node is None or (index == 0 and skip_first and _text(name_node) in ("self", "cls")):
+                continue  # receivers, not locals
+            typed = kind in ("typed_parameter", "typed_default_parameter")
+            annotation = self.annotation(param.child_by_field_name("type"), scope) if typed else None
+            self.facts.bindings.append(Binding(scope.qname, _text(name_node), annotation or ""))
 
     def klass(self, node: Node, scope: _Scope) -> None:
         name = _text(node.child_by_field_name("name"))
@@ -226,6 +254,7 @@ class _Walker:
                 _docstring(body),
                 f"class {name}{_text(superclasses)}"[:300],
                 tuple(bases),
+                _flavor(bases),
             )
         )
         self.enter(node, body, _Scope(qname, "class", None), scope)
@@ -238,6 +267,16 @@ class _Walker:
         elif function is not None and function.type == "attribute":
             # `make().run()`: the receiver is computed; only the method name is known.
             self._ref("call", "?." + _text(function.child_by_field_name("attribute")), scope, function)
+        arguments = node.child_by_field_name("arguments")
+        if arguments is not None and arguments.type == "argument_list":
+            for argument in arguments.named_children:
+                if argument.type == "keyword_argument":
+                    argument = argument.child_by_field_name("value") or argument
+                if argument.type in ("identifier", "attribute"):
+                    # A function or class handed over as a value (`key=sort_key`, `Thread(target=self.run)`).
+                    value = expression_name(argument)
+                    if value:
+                        self._ref("reference", value, scope, argument)
 
     def assignment(self, node: Node, scope: _Scope) -> None:
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
@@ -250,7 +289,7 @@ class _Walker:
         holder = scope.class_qname if on_class and scope.class_qname else scope.qname
         name = target.removeprefix("self.") if on_class else target
         if annotation is not None and annotation.named_children:
-            type_name = expression_name(annotation.named_children[0])
+            type_name = self.annotation(annotation, scope)
             if type_name:
                 self.facts.bindings.append(Binding(holder, name, type_name))
                 return

@@ -20,7 +20,10 @@ from memhub.store.graph import GraphReader, Reached
 from memhub.store.graph_records import Edge, Symbol, Unresolved
 
 CALL_KINDS = ("calls", "instantiates", "decorates")
-IMPACT_KINDS = ("calls", "instantiates", "decorates", "inherits", "overrides")
+# What a change to a symbol reaches: its callers, subclasses and implementers, overriders, and the code that
+# names it without calling it (annotations, callbacks).
+IMPACT_KINDS = ("calls", "instantiates", "decorates", "inherits", "implements", "overrides", "references")
+HIERARCHY_KINDS = ("inherits", "implements")
 MATCHES_MAX = 8
 UNRESOLVED_MAX = 20
 CODE_LINES_MAX = 80
@@ -37,7 +40,13 @@ def _loc(file: str, line: int) -> str:
 
 
 def _symbol_view(s: Symbol) -> dict[str, Any]:
-    return {"qname": s.qname, "kind": s.kind, "file": s.file, "line": s.line, "signature": s.signature}
+    view = {"qname": s.qname, "kind": s.kind, "file": s.file, "line": s.line, "signature": s.signature}
+    return view | {"flavor": s.flavor} if s.flavor else view
+
+
+def _kind(s: Symbol) -> str:
+    """`class`, or what the class is (`interface`, `trait`, `struct`, `enum`…)."""
+    return s.flavor or s.kind
 
 
 def _edge_view(e: Edge, side: str) -> dict[str, Any]:
@@ -197,11 +206,16 @@ def node(graph: GraphReader, params: dict[str, Any], source_root: Path | None) -
             "parent": s.parent,
             "callers": graph.count_edges([s.qname], "callers", kinds=CALL_KINDS),
             "callees": graph.count_edges([s.qname], "callees", kinds=CALL_KINDS),
+            "referenced_by": graph.count_edges([s.qname], "callers", kinds=("references",)),
+            "members": graph.count_edges([s.qname], "callees", kinds=("contains",)),
         }
-        text.append(f"`{s.qname}` {s.kind} at {_loc(s.file, s.line)}-{s.end_line}: {s.signature}")
+        text.append(f"`{s.qname}` {_kind(s)} at {_loc(s.file, s.line)}-{s.end_line}: {s.signature}")
         if s.doc:
             text.append(f"  {s.doc.splitlines()[0]}")
-        text.append(f"  callers: {view['callers']}, callees: {view['callees']}")
+        text.append(
+            f"  callers: {view['callers']}, callees: {view['callees']}, referenced by: {view['referenced_by']}"
+            + (f", members: {view['members']}" if view["members"] else "")
+        )
         if include:
             view["code"] = _code(source_root, s)
             if view["code"]:
@@ -214,7 +228,7 @@ def search(graph: GraphReader, params: dict[str, Any]) -> dict[str, Any]:
     """Symbols by name, qualified name or docstring words."""
     found = graph.search_symbols(params["query"], kind=params.get("kind"), limit=params.get("limit", 10))
     items = [_symbol_view(s) for s in found]
-    lines = [f"- `{s.qname}` {s.kind} at {_loc(s.file, s.line)}" for s in found]
+    lines = [f"- `{s.qname}` {_kind(s)} at {_loc(s.file, s.line)}" for s in found]
     return _answer("\n".join([f"{len(found)} symbols for {params['query']!r}", *lines]), items=items, total=len(items))
 
 
@@ -350,7 +364,7 @@ def refactor_scope(graph: GraphReader, params: dict[str, Any]) -> dict[str, Any]
     """What changing a symbol's signature touches: its callers, overrides, subclasses and their files."""
     symbols = find_symbols(graph, params["symbol"])
     qnames = [s.qname for s in symbols]
-    kinds = (*CALL_KINDS, "overrides", "inherits")
+    kinds = (*CALL_KINDS, "overrides", *HIERARCHY_KINDS, "references")
     references = graph.edges_of(qnames, "callers", kinds=kinds, limit=CLOSURE_MAX)
     overridden = graph.edges_of(qnames, "callees", kinds=("overrides",), limit=CLOSURE_MAX)
     items = [_edge_view(e, "src") for e in references] + [_edge_view(e, "dst") for e in overridden]
@@ -403,17 +417,22 @@ def path(graph: GraphReader, params: dict[str, Any]) -> dict[str, Any]:
     return _answer(f"no call path within {max_depth} calls", items=[], found=False)
 
 
+def _implemented(r: Reached) -> str:
+    return " (implements)" if r.kind == "implements" else ""
+
+
 def class_hierarchy(graph: GraphReader, params: dict[str, Any]) -> dict[str, Any]:
     """A class's bases (up) and subclasses (down), through the whole repository."""
     symbols = [s for s in find_symbols(graph, params["symbol"]) if s.kind == "class"]
     if not symbols:
         raise ToolFailure(f"{params['symbol']!r} is not a class")
     qnames = [s.qname for s in symbols]
-    up, _ = graph.closure(qnames, "callees", kinds=("inherits",), depth=10, limit=CLOSURE_MAX)
-    down, truncated = graph.closure(qnames, "callers", kinds=("inherits",), depth=10, limit=CLOSURE_MAX)
+    up, _ = graph.closure(qnames, "callees", kinds=HIERARCHY_KINDS, depth=10, limit=CLOSURE_MAX)
+    down, truncated = graph.closure(qnames, "callers", kinds=HIERARCHY_KINDS, depth=10, limit=CLOSURE_MAX)
     text = [f"Class hierarchy of {_header(symbols)}", "Bases:"]
-    text += [f"  {'  ' * (r.depth - 1)}- `{r.qname}`" for r in up]
-    text += ["Subclasses:"] + [f"  {'  ' * (r.depth - 1)}- `{r.qname}` at {_loc(r.file, r.line)}" for r in down]
+    text += [f"  {'  ' * (r.depth - 1)}- `{r.qname}`{_implemented(r)}" for r in up]
+    text += ["Subclasses and implementers:"]
+    text += [f"  {'  ' * (r.depth - 1)}- `{r.qname}`{_implemented(r)} at {_loc(r.file, r.line)}" for r in down]
     return _answer(
         "\n".join(text),
         bases=[_reached_view(r) for r in up],

@@ -15,6 +15,13 @@ Otherwise the reference is unresolved: with several candidates it is listed with
 picked silently); with none it calls outside the repository (a builtin, a library) and is counted.
 Calling a class is `instantiates` plus `calls` of its constructor (`__init__`, `constructor`) when the
 repository defines one. Imports are followed through re-exports, star re-exports included.
+
+Besides the calls: `contains` from each symbol to the ones defined in it; `imports` from a module to the
+repository modules it imports; `inherits` from a class to its bases, `implements` when the base is an
+interface, trait or protocol and the class is not (or when a Rust `impl Trait for Type` says so);
+`overrides` from a method to the one it hides; `references` from a scope to a class, function or method
+it names without calling (an annotation, a callback argument), found by scope and import only: a value
+use is never guessed by name.
 """
 
 from __future__ import annotations
@@ -26,7 +33,16 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from memhub.knowledge.codegraph.facts import RETURNS
-from memhub.store.graph_records import Edge, FileFacts, Reference, Resolution, Symbol, Unresolved
+from memhub.store.graph_records import (
+    INTERFACE_FLAVORS,
+    Edge,
+    EdgeKind,
+    FileFacts,
+    Reference,
+    Resolution,
+    Symbol,
+    Unresolved,
+)
 
 CONFIDENCE: dict[str, float] = {"exact": 1.0, "import": 0.95, "scope": 0.9, "receiver": 0.8, "unique_name": 0.5}
 CANDIDATES_MAX = 10
@@ -203,6 +219,8 @@ class _Resolver:
         self.types: dict[str, dict[str, str]] = defaultdict(dict)
         self.by_name: dict[str, list[str]] = defaultdict(list)
         self.languages: dict[str, str] = {}
+        # Interfaces a type implements outside its definition (Rust `impl Trait for Type`): more bases.
+        self.implemented: dict[str, list[Reference]] = defaultdict(list)
         # Modules that imports may name by a longer path ending in theirs (Go packages).
         self.suffix_modules: set[str] = set()
         for facts in self.files:
@@ -219,6 +237,9 @@ class _Resolver:
                 self.imports[imp.scope][imp.alias] = (imp.module, imp.name)
             for binding in facts.bindings:
                 self.types[binding.scope].setdefault(binding.name, binding.type_expr)
+            for ref in facts.references:
+                if ref.kind == "implements":
+                    self.implemented[ref.scope].append(ref)
         self._mro: dict[str, list[str]] = {}
         self._typing: set[tuple[str, str]] = set()
         # (owner, name) lookups being followed through imports: re-export cycles in broken code end here.
@@ -325,8 +346,9 @@ class _Resolver:
         symbol = self.graph.symbols.get(klass)
         if symbol is not None:
             scope = symbol.parent or klass
-            for base in symbol.bases:
-                entity = self.entity(base, scope)
+            written = [(base, scope) for base in symbol.bases]
+            for base, where in [*written, *((ref.target, ref.scope) for ref in self.implemented.get(klass, ()))]:
+                entity = self.entity(base, where)
                 if entity is not None and entity.kind == "symbol":
                     for item in self.mro(entity.qname):
                         if item not in order:
@@ -425,10 +447,30 @@ class _Resolver:
 
     # -- references --------------------------------------------------------------------------------------
 
-    def add(self, ref: Reference, dst: str, kind: str, resolution: Resolution) -> None:
+    def add(self, ref: Reference, dst: str, kind: EdgeKind, resolution: Resolution) -> None:
         self.graph.edges.append(
-            Edge(ref.scope, dst, kind, ref.file, ref.line, ref.col, resolution, CONFIDENCE[resolution])  # type: ignore[arg-type]
+            Edge(ref.scope, dst, kind, ref.file, ref.line, ref.col, resolution, CONFIDENCE[resolution])
         )
+
+    def reference(self, ref: Reference, seen: set[tuple[str, str]]) -> None:
+        """A name used as a value: an edge only when scope or imports say what it is (no name guessing);
+        one per (scope, symbol), at the first use."""
+        target = self.entity(ref.target, ref.scope)
+        if target is None or target.kind != "symbol":
+            return
+        dst = self.exported(target.qname)
+        scope = self.graph.symbols.get(ref.scope)
+        # A method naming its own class (a Go receiver, `equals(Point other)`) says nothing `contains` does not.
+        own = dst == ref.scope or (scope is not None and dst == scope.parent)
+        if self.graph.symbols[dst].kind == "module" or (ref.scope, dst) in seen or own:
+            return
+        seen.add((ref.scope, dst))
+        self.add(ref, dst, "references", target.resolution)
+
+    def implements(self, ref: Reference) -> None:
+        target = self.entity(ref.target, ref.scope)
+        if target is not None and target.kind == "symbol" and ref.scope in self.graph.symbols:
+            self.add(ref, target.qname, "implements", target.resolution)
 
     def call(self, ref: Reference) -> None:
         target = None if ref.target.startswith("?.") else self.entity(ref.target, ref.scope)
@@ -513,11 +555,12 @@ class _Resolver:
             for base in symbol.bases:
                 entity = self.entity(base, symbol.parent or symbol.qname)
                 if entity is not None and entity.kind == "symbol":
+                    interface = self.graph.symbols[entity.qname].flavor in INTERFACE_FLAVORS
                     self.graph.edges.append(
                         Edge(
                             symbol.qname,
                             entity.qname,
-                            "inherits",
+                            "implements" if interface and symbol.flavor not in INTERFACE_FLAVORS else "inherits",
                             symbol.file,
                             symbol.line,
                             symbol.col,
@@ -531,11 +574,37 @@ class _Resolver:
         for facts in self.files:
             if only is not None and facts.path not in only:
                 continue
+            referenced: set[tuple[str, str]] = set()
             for ref in facts.references:
                 if ref.kind in ("call", "decorates"):
                     self.call(ref)
+                elif ref.kind == "reference":
+                    self.reference(ref, referenced)
+                elif ref.kind == "implements":
+                    self.implements(ref)
+            self.structure(facts)
         self.inheritance(only)
         return self.graph
+
+    def structure(self, facts: FileFacts) -> None:
+        """`contains` from each enclosing symbol to the file's definitions, `imports` from the file's module
+        to each repository module it imports (once per module)."""
+        symbols = self.graph.symbols
+        for symbol in facts.symbols:
+            if symbol.parent is not None and symbol.parent in symbols:
+                self.graph.edges.append(
+                    Edge(symbol.parent, symbol.qname, "contains", symbol.file, symbol.line, symbol.col, "exact", 1.0)
+                )
+        imported: set[str] = set()
+        for imp in facts.imports:
+            found = self.module_or_symbol(imp.module, imp.name)
+            if found is None or symbols[found].kind != "module":
+                found = self.module_named(imp.module)  # `from m import f`: the module m
+            if found in symbols and symbols[found].kind == "module" and found not in imported | {facts.module}:
+                imported.add(found)
+                self.graph.edges.append(
+                    Edge(facts.module, found, "imports", facts.path, imp.line, 0, "import", CONFIDENCE["import"])
+                )
 
     def affected_files(self, changed: set[str], before: Iterable[FileFacts]) -> set[str]:
         """Files whose resolution may differ after `changed` files changed (`before`: their old facts).
@@ -578,7 +647,15 @@ def _mentions(facts: FileFacts, names: set[str], modules: set[str]) -> bool:
         return True
     if any(imp.module in modules or imp.name in names for imp in facts.imports):
         return True
-    return any(names.intersection(base.split(".")) for symbol in facts.symbols for base in symbol.bases)
+    if any(names.intersection(b.type_expr.removeprefix("()").split(".")) for b in facts.bindings):
+        return True
+    for symbol in facts.symbols:
+        # A method whose type is defined in another file (Go, Rust) is contained by it.
+        if symbol.parent is not None and symbol.parent.rpartition(".")[2] in names:
+            return True
+        if any(names.intersection(base.split(".")) for base in symbol.bases):
+            return True
+    return False
 
 
 def resolve_changes(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
+from memhub.store.graph_records import FileFacts, Reference
+
 
 def node_text(node: Node | None) -> str:
     """The source text of a node ("" for none)."""
@@ -13,6 +15,14 @@ def node_text(node: Node | None) -> str:
 def squash(text: str, limit: int = 300) -> str:
     """Source text on one line (signatures span lines when parameters do)."""
     return " ".join(text.split())[:limit]
+
+
+def declared_type_reference(facts: FileFacts, type_expr: str, scope: str, at: Node | None) -> None:
+    """A declared type (`Repo r`, `r *Repo`, `r: Repo`, a field's or a result's type) is a reference from the
+    declaring scope to the type, written where the declaration is; a call's result (`()f`) is not."""
+    if at is not None and type_expr and not type_expr.startswith("()"):
+        line, col = at.start_point
+        facts.references.append(Reference("reference", type_expr, scope, facts.path, line + 1, col))
 
 
 def count_errors(root: Node) -> int:
@@ -46,7 +56,7 @@ def line_docs(node: Node, marker: str) -> str:
     lines: list[str] = []
     previous = node.prev_sibling
     expected_row = node.start_point[0] - 1
-    while previous is not None and "comment" in previous.type and previous.end_point[0] == expected_row:
+    while previous is not None and "comment" in previous.type and _last_row(previous) == expected_row:
         raw = node_text(previous).strip()
         if not raw.startswith(marker):
             break
@@ -54,3 +64,10 @@ def line_docs(node: Node, marker: str) -> str:
         expected_row = previous.start_point[0] - 1
         previous = previous.prev_sibling
     return "\n".join(reversed(lines)).strip()[:500]
+
+
+def _last_row(comment: Node) -> int:
+    """The row a line comment's text ends on: tree-sitter-rust's `///` comments include their newline, so
+    they end at column 0 of the next row."""
+    end = comment.end_point
+    return end[0] - 1 if end[1] == 0 and end[0] > comment.start_point[0] else end[0]
