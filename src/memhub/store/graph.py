@@ -98,8 +98,8 @@ class GraphWriter(GraphReader):
     """A graph being built: replace files, then write the resolved graph in one go."""
 
     @abstractmethod
-    def put_files(self, records: Sequence[tuple[FileRecord, FileFacts]]) -> None:
-        """Insert or replace the facts of these files."""
+    def put_files(self, records: Sequence[tuple[FileRecord, str]]) -> None:
+        """Insert or replace these files and their facts, as `graph_codec.encode_facts` wrote them."""
 
     @abstractmethod
     def drop_files(self, paths: Sequence[str]) -> None:

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from memhub.store.graph import Direction, FileRecord, GraphWriter, Reached
-from memhub.store.graph_records import Binding, Edge, FileFacts, Import, Reference, Symbol, Unresolved
+from memhub.store.graph_codec import decode_facts
+from memhub.store.graph_records import Edge, FileFacts, Symbol, Unresolved
 
 SCHEMA = """
     CREATE TABLE IF NOT EXISTS files (
@@ -53,38 +54,8 @@ _SYMBOL_COLUMNS = "qname, kind, name, file, line, col, end_line, parent, doc, si
 GRAPH_FORMAT = 2
 
 
-def _row(record: Symbol | Reference | Import | Binding) -> list[Any]:
-    # Field values in declaration order (slots dataclasses list them in __slots__); asdict deep-copies
-    # every value and was most of the indexing time.
-    return [getattr(record, name) for name in record.__slots__]
-
-
-def _facts_json(facts: FileFacts) -> str:
-    return json.dumps(
-        {
-            "module": facts.module,
-            "symbols": [_row(s) for s in facts.symbols],
-            "references": [_row(r) for r in facts.references],
-            "imports": [_row(i) for i in facts.imports],
-            "bindings": [_row(b) for b in facts.bindings],
-        },
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-
-
 def _facts_from(record: sqlite3.Row) -> FileFacts:
-    data = json.loads(record["facts_json"])
-    return FileFacts(
-        record["path"],
-        record["language"],
-        data["module"],
-        [Symbol(*s[:10], tuple(s[10]), *s[11:]) for s in data["symbols"]],
-        [Reference(*r) for r in data["references"]],
-        [Import(*i) for i in data["imports"]],
-        [Binding(*b) for b in data["bindings"]],
-        record["parse_errors"],
-    )
+    return decode_facts(record["path"], record["language"], record["parse_errors"], record["facts_json"])
 
 
 def _symbol(row: sqlite3.Row) -> Symbol:
@@ -171,11 +142,11 @@ class SQLiteGraph(GraphWriter):
 
     # -- writing ----------------------------------------------------------------------------------------
 
-    def put_files(self, records: Sequence[tuple[FileRecord, FileFacts]]) -> None:
+    def put_files(self, records: Sequence[tuple[FileRecord, str]]) -> None:
         self.con.executemany(
             "INSERT OR REPLACE INTO files (path, language, sha256, size, parse_errors, facts_json) "
             "VALUES (?,?,?,?,?,?)",
-            [(r.path, r.language, r.sha256, r.size, r.parse_errors, _facts_json(f)) for r, f in records],
+            [(r.path, r.language, r.sha256, r.size, r.parse_errors, document) for r, document in records],
         )
 
     def drop_files(self, paths: Sequence[str]) -> None:

@@ -25,7 +25,9 @@ from memhub.knowledge.codegraph.javascript_facts import LANGUAGES as JS_LANGUAGE
 from memhub.knowledge.codegraph.javascript_facts import extract_javascript
 from memhub.knowledge.codegraph.python_facts import extract_python
 from memhub.knowledge.codegraph.resolve import resolve, resolve_changes
+from memhub.knowledge.codegraph.rust_facts import extract_rust
 from memhub.store.graph import FileRecord
+from memhub.store.graph_codec import decode_facts, encode_facts
 from memhub.store.graph_records import FileFacts
 from memhub.store.sqlite_graph import GRAPH_FORMAT, SQLiteGraph
 
@@ -52,6 +54,7 @@ def _extractors() -> dict[str, tuple[str, Extractor]]:
         table[suffix] = (language, extract_javascript)
     table[".java"] = ("java", extract_java)
     table[".go"] = ("go", extract_go)
+    table[".rs"] = ("rust", extract_rust)
     return table
 
 
@@ -105,17 +108,29 @@ def discover(root: Path, *, max_bytes: int = FILE_MAX_BYTES) -> tuple[list[tuple
     return found, skipped
 
 
-def _extract_one(job: tuple[str, str, bytes, str]) -> FileFacts:
+def _extract_one(job: tuple[str, str, bytes, str]) -> tuple[FileFacts, str]:
     rel, suffix, data, _ = job
-    return _extractors()[suffix][1](rel, data)
+    facts = _extractors()[suffix][1](rel, data)
+    return facts, encode_facts(facts)
 
 
-def _extract_all(todo: list[tuple[str, str, bytes, str]], workers: int) -> list[FileFacts]:
+def _extract_encoded(job: tuple[str, str, bytes, str]) -> tuple[int, str]:
+    """A worker's answer: the error count and the encoded facts (a string pickles fast; dataclasses do not)."""
+    facts, document = _extract_one(job)
+    return facts.parse_errors, document
+
+
+def _extract_all(todo: list[tuple[str, str, bytes, str]], workers: int) -> list[tuple[FileFacts, str]]:
     """Parse in worker processes when there is enough to do (tree walking is CPU-bound Python)."""
     if workers <= 1 or len(todo) < PARALLEL_MIN_FILES:
         return [_extract_one(job) for job in todo]
+    extractors = _extractors()
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(_extract_one, todo, chunksize=16))
+        answers = pool.map(_extract_encoded, todo, chunksize=16)
+        return [
+            (decode_facts(rel, extractors[suffix][0], errors, document), document)
+            for (rel, suffix, _, _), (errors, document) in zip(todo, answers, strict=True)
+        ]
 
 
 def _external_meta(by_file: dict[str, int]) -> dict[str, object]:
@@ -181,12 +196,13 @@ def index_tree(
                 continue
             (report.changed if old is not None else report.added).append(rel)
             todo.append((rel, full.suffix, data, digest))
-        batch: list[tuple[FileRecord, FileFacts]] = []
-        for (rel, suffix, data, digest), facts in zip(todo, _extract_all(todo, workers), strict=True):
+        batch: list[tuple[FileRecord, FileFacts, str]] = []
+        for (rel, suffix, data, digest), (facts, document) in zip(todo, _extract_all(todo, workers), strict=True):
             report.lines_parsed += data.count(b"\n") + 1
             if facts.parse_errors:
                 report.parse_errors[rel] = facts.parse_errors
-            batch.append((FileRecord(rel, extractors[suffix][0], digest, len(data), facts.parse_errors), facts))
+            record = FileRecord(rel, extractors[suffix][0], digest, len(data), facts.parse_errors)
+            batch.append((record, facts, document))
         report.removed = sorted(set(stored) - seen)
         changed = {*report.changed, *report.added, *report.removed}
         incremental = previous is not None and len(changed) <= INCREMENTAL_MAX_FILES
@@ -198,15 +214,18 @@ def index_tree(
             facts_by_path = dict(cached) if cached is not None else {f.path: f for f in graph.file_facts()}
         before = [facts_by_path[p] for p in sorted(changed) if p in facts_by_path]
         graph.drop_files(report.removed)
-        graph.put_files(batch)
+        graph.put_files([(record, document) for record, _, document in batch])
         report.parse_seconds = time.perf_counter() - started
         started = time.perf_counter()
         if incremental:
             for path in report.removed:
                 facts_by_path.pop(path, None)
-            facts_by_path.update((record.path, facts) for record, facts in batch)
+            facts_by_path.update((record.path, facts) for record, facts, _ in batch)
         else:
-            facts_by_path = {f.path: f for f in graph.file_facts()}
+            # Facts just parsed are at hand; only unchanged files' facts are read back from the store.
+            facts_by_path = {record.path: facts for record, facts, _ in batch}
+            kept = [path for path in stored if path in seen and path not in facts_by_path]
+            facts_by_path.update((f.path, f) for f in graph.file_facts(kept))
         ordered = [facts_by_path[p] for p in sorted(facts_by_path)]
         externals: dict[str, int] = {}
         if incremental:

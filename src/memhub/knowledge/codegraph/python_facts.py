@@ -8,6 +8,7 @@ everything outside them is still extracted.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -35,8 +36,20 @@ def _text(node: Node | None) -> str:
     return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
 
 
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
 def expression_name(node: Node | None) -> str | None:
     """The dotted text of a name expression (`a`, `a.b.c`); None for anything computed (`f().g`, `x[0].y`)."""
+    if node is None:
+        return None
+    if node.type == "identifier":
+        return _text(node)
+    if node.type != "attribute":
+        return None
+    text = _text(node)
+    if _DOTTED.fullmatch(text):
+        return text  # the common case, checked in C: no walk over the attribute chain
     parts: list[str] = []
     while node is not None and node.type == "attribute":
         attr = node.child_by_field_name("attribute")
@@ -87,6 +100,8 @@ _QUERY_SOURCE = """
 (assignment) @node
 (decorator) @node
 (ERROR) @node
+(argument_list [(identifier) (attribute)] @node)
+(keyword_argument value: [(identifier) (attribute)] @node)
 """
 
 
@@ -154,6 +169,12 @@ class _Walker:
             self.assignment(node, scope)
         elif kind == "decorator":
             self.decorator(node, scope)
+        elif kind in ("identifier", "attribute"):
+            # Only captured as an argument: a function or class handed over as a value (`key=sort_key`,
+            # `Thread(target=self.run)`).
+            value = expression_name(node)
+            if value:
+                self._ref("reference", value, scope, node)
 
     def enter(self, node: Node, body: Node | None, inner: _Scope, outer: _Scope) -> None:
         self.open.append(_Open(node.end_byte, body.start_byte if body is not None else node.end_byte, inner, outer))
@@ -267,16 +288,6 @@ class _Walker:
         elif function is not None and function.type == "attribute":
             # `make().run()`: the receiver is computed; only the method name is known.
             self._ref("call", "?." + _text(function.child_by_field_name("attribute")), scope, function)
-        arguments = node.child_by_field_name("arguments")
-        if arguments is not None and arguments.type == "argument_list":
-            for argument in arguments.named_children:
-                if argument.type == "keyword_argument":
-                    argument = argument.child_by_field_name("value") or argument
-                if argument.type in ("identifier", "attribute"):
-                    # A function or class handed over as a value (`key=sort_key`, `Thread(target=self.run)`).
-                    value = expression_name(argument)
-                    if value:
-                        self._ref("reference", value, scope, argument)
 
     def assignment(self, node: Node, scope: _Scope) -> None:
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
