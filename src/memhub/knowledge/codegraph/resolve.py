@@ -179,6 +179,24 @@ RULES: dict[str, LanguageRules] = {
         builtin_methods=_words("Error String Close Read Write Len Less Swap Lock Unlock Wait Done Err Value"),
         imports_by_path_suffix=True,
     ),
+    "rust": LanguageRules(
+        frozenset({"self"}),
+        _words(  # the prelude, the primitive types and the standard crates a path may start with
+            "Some None Ok Err Box Vec String Option Result ToString ToOwned Clone Copy Default Drop Send Sync",
+            "Sized Iterator IntoIterator Extend From Into TryFrom TryInto AsRef AsMut PartialEq Eq PartialOrd Ord",
+            "Fn FnMut FnOnce drop bool char str u8 u16 u32 u64 u128 usize i8 i16 i32 i64 i128 isize f32 f64",
+            "std core alloc",
+        ),
+        constructor="",  # Rust has no constructors: `new` is an ordinary associated function, `T { … }` no call
+        builtin_methods=_words(
+            "clone to_string to_owned into from as_ref as_mut borrow borrow_mut default eq cmp partial_cmp hash fmt",
+            "unwrap expect unwrap_or unwrap_or_else unwrap_or_default ok err ok_or map map_err and_then or_else",
+            "is_some is_none is_ok is_err iter iter_mut into_iter next collect filter fold for_each count sum min max",
+            "find any all rev zip enumerate chain take skip len is_empty push pop get get_mut insert remove contains",
+            "clear extend entry keys values sort sort_by retain drain first last as_str as_bytes trim split join",
+            "lines chars parse push_str starts_with ends_with replace lock read write send recv flush close",
+        ),
+    ),
 }
 
 
@@ -217,7 +235,8 @@ class _Resolver:
         self.members: dict[str, dict[str, str]] = defaultdict(dict)
         self.imports: dict[str, dict[str, tuple[str, str | None]]] = defaultdict(dict)
         self.types: dict[str, dict[str, str]] = defaultdict(dict)
-        self.by_name: dict[str, list[str]] = defaultdict(list)
+        # Functions and methods by their simple name, for the unique-name tier.
+        self.callables_by_name: dict[str, list[str]] = defaultdict(list)
         self.languages: dict[str, str] = {}
         # Interfaces a type implements outside its definition (Rust `impl Trait for Type`): more bases.
         self.implemented: dict[str, list[Reference]] = defaultdict(list)
@@ -231,8 +250,8 @@ class _Resolver:
                 self.graph.symbols.setdefault(symbol.qname, symbol)
                 if symbol.parent is not None:
                     self.members[symbol.parent].setdefault(symbol.name, symbol.qname)
-                if symbol.kind in ("function", "method", "class"):
-                    self.by_name[symbol.name].append(symbol.qname)
+                if symbol.kind in ("function", "method"):
+                    self.callables_by_name[symbol.name].append(symbol.qname)
             for imp in facts.imports:
                 self.imports[imp.scope][imp.alias] = (imp.module, imp.name)
             for binding in facts.bindings:
@@ -240,8 +259,14 @@ class _Resolver:
             for ref in facts.references:
                 if ref.kind == "implements":
                     self.implemented[ref.scope].append(ref)
+        # Every name an expression can end on and denote a symbol: definitions' names and import aliases.
+        self.value_names = {symbol.name for symbol in self.graph.symbols.values()}
+        self.value_names.update(alias for aliases in self.imports.values() for alias in aliases)
         self._mro: dict[str, list[str]] = {}
         self._typing: set[tuple[str, str]] = set()
+        # Pure functions of the symbol table, asked hundreds of thousands of times on a large repository.
+        self._chains: dict[str, list[str]] = {}
+        self._rules: dict[str, LanguageRules] = {}
         # (owner, name) lookups being followed through imports: re-export cycles in broken code end here.
         self._following: set[tuple[str, str]] = set()
 
@@ -249,7 +274,10 @@ class _Resolver:
 
     def chain(self, scope: str) -> list[str]:
         """Scopes to search for a bare name: the scope, enclosing functions, then the module (not classes)."""
-        out = [scope]
+        known = self._chains.get(scope)
+        if known is not None:
+            return known
+        out = self._chains[scope] = [scope]
         symbol = self.graph.symbols.get(scope)
         while symbol is not None and symbol.parent is not None:
             parent = self.graph.symbols.get(symbol.parent)
@@ -357,9 +385,12 @@ class _Resolver:
         return order
 
     def rules(self, scope: str) -> LanguageRules:
-        symbol = self.graph.symbols.get(scope)
-        language = self.languages.get(symbol.file, "python") if symbol is not None else "python"
-        return RULES.get(language, RULES["python"])
+        known = self._rules.get(scope)
+        if known is None:
+            symbol = self.graph.symbols.get(scope)
+            language = self.languages.get(symbol.file, "python") if symbol is not None else "python"
+            known = self._rules[scope] = RULES.get(language, RULES["python"])
+        return known
 
     def head(self, name: str, scope: str) -> _Entity | None:
         rules = self.rules(scope)
@@ -367,19 +398,21 @@ class _Resolver:
             klass = self.enclosing_class(scope)
             if klass is not None:
                 return _Entity("instance" if name in rules.receivers else "parent", klass, "receiver")
+        members, imports, types = self.members, self.imports, self.types
         for s in self.chain(scope):
-            if name in self.members.get(s, {}):
-                return _Entity("symbol", self.members[s][name], "scope")
-            if name in self.imports.get(s, {}):
-                module, imported = self.imports[s][name]
+            # `in` first: these are defaultdicts, and a lookup must not add an empty entry per scope asked.
+            if s in members and name in members[s]:
+                return _Entity("symbol", members[s][name], "scope")
+            if s in imports and name in imports[s]:
+                module, imported = imports[s][name]
                 found = self.module_or_symbol(module, imported)
                 return (
                     _Entity("symbol", found, "import")
                     if found
                     else _Entity("external", f"{module}.{imported or ''}", "import")
                 )
-            if name in self.types.get(s, {}):
-                return self.instance_of(self.types[s][name], s)
+            if s in types and name in types[s]:
+                return self.instance_of(types[s][name], s)
         if name in rules.builtins:
             return _Entity("external", f"builtins.{name}", "exact")
         return None
@@ -455,6 +488,8 @@ class _Resolver:
     def reference(self, ref: Reference, seen: set[tuple[str, str]]) -> None:
         """A name used as a value: an edge only when scope or imports say what it is (no name guessing);
         one per (scope, symbol), at the first use."""
+        if ref.target.rpartition(".")[2] not in self.value_names:
+            return  # most arguments are locals: no definition or import anywhere has that name
         target = self.entity(ref.target, ref.scope)
         if target is None or target.kind != "symbol":
             return
@@ -508,7 +543,7 @@ class _Resolver:
             if entity is not None and entity.kind == "external":
                 self.graph.count_external(ref.file)
                 return
-        candidates = [q for q in self.by_name.get(name, []) if self.graph.symbols[q].kind in ("function", "method")]
+        candidates = self.callables_by_name.get(name, [])
         builtin_like = "." in ref.target and name in self.rules(ref.scope).builtin_methods
         if len(candidates) == 1 and not builtin_like:
             self.add(ref, candidates[0], "calls", "unique_name")
