@@ -213,3 +213,45 @@ def test_a_generation_of_an_older_format_answers_and_is_rebuilt_not_patched(tmp_
 
 def resolve_tree(root: Path) -> Graph:
     return resolve(extract_python(p.relative_to(root).as_posix(), p.read_bytes()) for p in sorted(root.rglob("*.py")))
+
+
+def test_star_imports_bind_names_weaker_than_explicit_ones() -> None:
+    graph = _python(
+        {
+            "a.py": "def f(): ...\ndef shared(): ...\n",
+            "b.py": "def g(): ...\ndef shared(): ...\n",
+            "c.py": "def shared(): ...\n",
+            "main.py": "from a import *\nfrom b import *\nfrom c import shared\n"
+            "def run():\n    f()\n    g()\n    shared()\n",
+        }
+    )
+    calls = {(e.dst, e.resolution) for e in graph.edges if e.kind == "calls" and e.src == "main.run"}
+    # Both star imports count (the second does not replace the first), and the explicit import wins.
+    assert calls == {("a.f", "import"), ("b.g", "import"), ("c.shared", "import")}
+    java = resolve(
+        [
+            extract_java("src/u/Log.java", b"package u;\npublic class Log { public static void info() {} }\n"),
+            extract_java("src/d/Repo.java", b"package d;\npublic class Repo { public void save() {} }\n"),
+            extract_java(
+                "src/app/Main.java",
+                b"package app;\nimport u.*;\nimport d.*;\nimport java.util.*;\n"
+                b"class Main { void run() { Log.info(); Repo r = new Repo(); r.save(); }\n"
+                b"  void list() { List<String> x = new ArrayList<>(); } }\n",
+            ),
+        ]
+    )
+    found = {(e.dst, e.kind, e.resolution) for e in java.edges if e.src == "app.Main.run" and e.kind != "references"}
+    assert found == {
+        ("u.Log.info", "calls", "import"),
+        ("d.Repo", "instantiates", "import"),
+        ("d.Repo.save", "calls", "receiver"),
+    }
+
+
+def test_javascript_export_star_does_not_bind_names_in_the_exporting_module() -> None:
+    lib = extract_javascript("lib.js", b"export function f() {}\nexport function g() {}\n", {"lib.js", "index.js"})
+    index = extract_javascript(
+        "index.js", b'export * from "./lib.js";\nfunction run() { f(); }\n', {"lib.js", "index.js"}
+    )
+    graph = resolve([lib, index])
+    assert not [e for e in graph.edges if e.src == "index.run" and e.dst == "lib.f" and e.resolution == "import"]

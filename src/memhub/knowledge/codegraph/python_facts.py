@@ -340,7 +340,8 @@ class _Walker:
                 name = _text(item)
                 self.facts.imports.append(Import(module, name, name.split(".")[-1], scope.qname, line))
             elif item.type == "wildcard_import":
-                self.facts.imports.append(Import(module, "*", "*", scope.qname, line))
+                # One alias per star import (`*` + module), so a second one does not replace the first.
+                self.facts.imports.append(Import(module, "*", "*" + module, scope.qname, line))
 
     def absolute(self, source: Node | None) -> str:
         """The absolute module of a `from … import`, resolving leading dots against this file's package."""

@@ -69,6 +69,9 @@ class LanguageRules:
     # Go imports name a full path (`example.com/app/pkg/store`) whose repository directory (`pkg/store`)
     # only go.mod knows: such imports are matched by path suffix against this language's packages.
     imports_by_path_suffix: bool = False
+    # Whether `import *` binds the names in the importing scope (Python, Java, Rust); JS/TS `export * from`
+    # only re-exports them.
+    star_import_binds: bool = True
 
 
 _JS_GLOBALS = frozenset(
@@ -134,6 +137,7 @@ _JS_RULES = LanguageRules(
     parent_receiver="super",
     builtin_methods=_JS_BUILTIN_METHODS,
     default_export="default",
+    star_import_binds=False,
 )
 
 
@@ -234,6 +238,7 @@ class _Resolver:
         self.graph = Graph()
         self.members: dict[str, dict[str, str]] = defaultdict(dict)
         self.imports: dict[str, dict[str, tuple[str, str | None]]] = defaultdict(dict)
+        self.star_imports: dict[str, list[str]] = defaultdict(list)
         self.types: dict[str, dict[str, str]] = defaultdict(dict)
         # Functions and methods by their simple name, for the unique-name tier.
         self.callables_by_name: dict[str, list[str]] = defaultdict(list)
@@ -254,6 +259,8 @@ class _Resolver:
                     self.callables_by_name[symbol.name].append(symbol.qname)
             for imp in facts.imports:
                 self.imports[imp.scope][imp.alias] = (imp.module, imp.name)
+                if imp.name == "*" and RULES.get(facts.language, RULES["python"]).star_import_binds:
+                    self.star_imports[imp.scope].append(imp.module)
             for binding in facts.bindings:
                 self.types[binding.scope].setdefault(binding.name, binding.type_expr)
             for ref in facts.references:
@@ -413,6 +420,12 @@ class _Resolver:
                 )
             if s in types and name in types[s]:
                 return self.instance_of(types[s][name], s)
+        for s in self.chain(scope):
+            # `from m import *`, Java's `import p.*`: weaker than any name bound explicitly, so asked last.
+            for module in self.star_imports.get(s, ()):
+                found = self.member(self.module_named(module), name)
+                if found is not None:
+                    return _Entity("symbol", found, "import")
         if name in rules.builtins:
             return _Entity("external", f"builtins.{name}", "exact")
         return None
