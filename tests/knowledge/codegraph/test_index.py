@@ -177,6 +177,55 @@ def test_incremental_index_equals_a_clean_rebuild(tmp_path_factory: object, edit
     assert _snapshot(previous) == _snapshot(clean)
 
 
+# The other languages' fixtures: cross-file methods (Go packages, Rust impls in another module),
+# interfaces implemented, folder modules; files deleted, cut short, renamed and duplicated.
+_PROJECTS = ["goproj", "javaproj", "rustproj", "tsproj", "jsproj"]
+_FILE_EDITS = st.lists(
+    st.tuples(st.sampled_from(["delete", "drop_line", "rename", "duplicate", "forget_facts"]), st.integers(0, 50)),
+    min_size=1,
+    max_size=4,
+)
+
+
+def _apply_to_any(root: Path, edit: tuple[str, int], step: int) -> None:
+    action, which = edit
+    candidates = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".go", ".java", ".rs", ".ts", ".js"))
+    if not candidates:
+        return
+    target = candidates[which % len(candidates)]
+    if action == "delete" and len(candidates) > 1:
+        target.unlink()
+    elif action == "drop_line":
+        lines = target.read_text().splitlines()
+        target.write_text("\n".join(lines[: len(lines) // 2]) + "\n")
+    elif action == "rename":
+        target.rename(target.with_name(f"moved{step}{target.suffix}"))
+    elif action == "duplicate":
+        shutil.copy(target, target.with_name(f"copy{step}{target.suffix}"))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(project=st.sampled_from(_PROJECTS), edits=_FILE_EDITS)
+def test_incremental_index_equals_a_clean_rebuild_in_every_language(
+    tmp_path_factory: object, project: str, edits: list[tuple[str, int]]
+) -> None:
+    base = tmp_path_factory.mktemp("inc")  # type: ignore[attr-defined]
+    root = base / "repo"
+    shutil.copytree(PROJECT.parent / project, root)
+    previous = base / "g0.db"
+    index_tree(root, previous)
+    for step, edit in enumerate(edits, start=1):
+        _apply_to_any(root, edit, step)
+        if edit[0] == "forget_facts":
+            _FACTS.clear()
+        current = base / f"g{step}.db"
+        index_tree(root, current, previous)
+        previous = current
+    clean = base / "clean.db"
+    index_tree(root, clean)
+    assert _snapshot(previous) == _snapshot(clean)
+
+
 def test_javascript_and_typescript_trees_are_indexed(tmp_path: Path) -> None:
     fixtures = Path(__file__).parent / "fixtures"
     for project in ("jsproj", "tsproj"):

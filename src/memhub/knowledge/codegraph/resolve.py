@@ -695,8 +695,6 @@ def _mentions(facts: FileFacts, names: set[str], modules: set[str]) -> bool:
         return True
     if any(imp.module in modules or imp.name in names for imp in facts.imports):
         return True
-    if any(names.intersection(b.type_expr.removeprefix("()").split(".")) for b in facts.bindings):
-        return True
     for symbol in facts.symbols:
         # A method whose type is defined in another file (Go, Rust) is contained by it.
         if symbol.parent is not None and symbol.parent.rpartition(".")[2] in names:
