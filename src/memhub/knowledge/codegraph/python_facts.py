@@ -73,6 +73,22 @@ def _docstring(body: Node | None) -> str:
     return ""
 
 
+_LITERALS = frozenset(
+    {
+        "string",
+        "concatenated_string",
+        "integer",
+        "float",
+        "list",
+        "dictionary",
+        "set",
+        "tuple",
+        "list_comprehension",
+        "dictionary_comprehension",
+        "set_comprehension",
+        "generator_expression",
+    }
+)
 _ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
 
 
@@ -100,6 +116,8 @@ _QUERY_SOURCE = """
 (assignment) @node
 (decorator) @node
 (ERROR) @node
+(for_statement) @node
+(as_pattern_target) @node
 (argument_list [(identifier) (attribute)] @node)
 (keyword_argument value: [(identifier) (attribute)] @node)
 """
@@ -169,6 +187,10 @@ class _Walker:
             self.assignment(node, scope)
         elif kind == "decorator":
             self.decorator(node, scope)
+        elif kind == "for_statement":
+            self.locals(node.child_by_field_name("left"), scope)
+        elif kind == "as_pattern_target":
+            self.locals(node, scope)
         elif kind in ("identifier", "attribute"):
             # Only captured as an argument: a function or class handed over as a value (`key=sort_key`,
             # `Thread(target=self.run)`).
@@ -280,14 +302,35 @@ class _Walker:
         )
         self.enter(node, body, _Scope(qname, "class", None), scope)
 
+    def locals(self, target: Node | None, scope: _Scope) -> None:
+        """Names a loop, `with … as` or `except … as` binds: locals of unknown type, so `for rule in rules:
+        rule()` is a dynamic call, not the module's function `rule`."""
+        pending = [target] if target is not None else []
+        while pending:
+            node = pending.pop()
+            if node.type == "identifier":
+                self.facts.bindings.append(Binding(scope.qname, _text(node), ""))
+            elif node.type in ("pattern_list", "tuple_pattern", "list_pattern", "tuple", "as_pattern_target"):
+                pending.extend(node.named_children)
+
     def call(self, node: Node, scope: _Scope) -> None:
         function = node.child_by_field_name("function")
         name = expression_name(function)
+        if name == "super":
+            return  # the proxy; the call made through it is recorded as `super.m`
         if name:
             self._ref("call", name, scope, function or node)
         elif function is not None and function.type == "attribute":
+            receiver = function.child_by_field_name("object")
+            method = _text(function.child_by_field_name("attribute"))
+            through_super = receiver is not None and receiver.type == "call"
+            if through_super and expression_name(receiver.child_by_field_name("function")) == "super":
+                self._ref("call", "super." + method, scope, function)  # `super().m()`, `super(C, self).m()`
+                return
+            if receiver is not None and receiver.type in _LITERALS:
+                return  # `" ".join(xs)`, `[].append(x)`: a builtin type's method, never the repository's
             # `make().run()`: the receiver is computed; only the method name is known.
-            self._ref("call", "?." + _text(function.child_by_field_name("attribute")), scope, function)
+            self._ref("call", "?." + method, scope, function)
 
     def assignment(self, node: Node, scope: _Scope) -> None:
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
@@ -309,6 +352,11 @@ class _Walker:
             if callee:
                 # A class call gives an instance; a function call gives an unknown type: resolution decides.
                 self.facts.bindings.append(Binding(holder, name, "()" + callee))
+                return
+        if not on_class and scope.kind == "function":
+            # `rule = rules[0]`: a local of unknown type (a later `rule()` is dynamic). Module and class
+            # level names stay out: there an assignment may alias a definition (`Charset = _charset.Charset`).
+            self.facts.bindings.append(Binding(holder, name, ""))
 
     def imports(self, node: Node, scope: _Scope) -> None:
         line = node.start_point[0] + 1

@@ -160,8 +160,23 @@ _JAVA_BUILTIN_METHODS = _words(
     "add addAll get put putIfAbsent remove size clear stream map filter collect forEach iterator",
     "hasNext next orElse orElseThrow ifPresent of append close run call apply accept test",
 )
+# Methods of list, dict, set, str, bytes and files: on a receiver of unknown type such a call is as likely
+# the builtin's, so a repository method of the same name is a candidate, not a guess.
+_PYTHON_BUILTIN_METHODS = _words(
+    "append extend insert pop remove clear copy count index sort reverse",  # list
+    "get items keys values update setdefault popitem fromkeys",  # dict
+    "add discard union intersection difference issubset issuperset",  # set
+    "join split rsplit splitlines strip lstrip rstrip replace format startswith endswith lower upper title",
+    "find rfind encode decode partition rpartition isdigit isalpha isspace zfill ljust rjust center",  # str
+    "read readline readlines write writelines close flush seek tell",  # files
+)
 RULES: dict[str, LanguageRules] = {
-    "python": LanguageRules(frozenset({"self", "cls"}), frozenset(dir(builtins))),
+    "python": LanguageRules(
+        frozenset({"self", "cls"}),
+        frozenset(dir(builtins)),
+        parent_receiver="super",  # `super().m()` is written `super.m` by the extractor
+        builtin_methods=_PYTHON_BUILTIN_METHODS,
+    ),
     "javascript": _JS_RULES,
     "typescript": _JS_RULES,
     "java": LanguageRules(
@@ -262,7 +277,9 @@ class _Resolver:
                 if imp.name == "*" and RULES.get(facts.language, RULES["python"]).star_import_binds:
                     self.star_imports[imp.scope].append(imp.module)
             for binding in facts.bindings:
-                self.types[binding.scope].setdefault(binding.name, binding.type_expr)
+                # The first known type wins; a local of unknown type (a loop variable) takes a later one.
+                if not self.types[binding.scope].get(binding.name):
+                    self.types[binding.scope][binding.name] = binding.type_expr
             for ref in facts.references:
                 if ref.kind == "implements":
                     self.implemented[ref.scope].append(ref)
@@ -533,6 +550,10 @@ class _Resolver:
             else:
                 self.graph.count_external(ref.file)
             return
+        if target is not None and target.kind == "instance" and ref.target == "cls":
+            # Python's `cls(...)` in a classmethod constructs the class (or a subclass: the class is the
+            # static answer, as for any call through `self`).
+            target = _Entity("symbol", target.qname, "receiver")
         if target is not None and target.kind == "symbol":
             symbol = self.graph.symbols[self.exported(target.qname)]
             if symbol.kind == "class":
