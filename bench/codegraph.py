@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import shutil
 import statistics
@@ -36,7 +35,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from common import HERE, git_rev
+from common import HERE, write_result
 from memhub.knowledge.codegraph.indexer import _extractors, discover, index_tree
 from memhub.knowledge.codegraph.queries import run_tool
 from memhub.knowledge.codegraph.resolve import resolve
@@ -205,15 +204,7 @@ def main() -> None:
     )
     for tool, (p50, p95) in result["queries"].items():
         print(f"| `{tool}` p50 / p95 | {p50} / {p95} ms |")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "git": git_rev(),
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
-        "accuracy": rows,
-        "speed": result,
-    }
-    args.out.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
-    print(f"\nJSON: {args.out}")
+    write_result(args.out, {"accuracy": rows, "speed": result})
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import platform
 import signal
 import socket
 import statistics
@@ -13,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -128,3 +131,11 @@ def git_rev() -> str | None:
         return out.stdout.strip() or None
     except OSError:
         return None
+
+
+def write_result(out: Path, payload: dict[str, Any]) -> None:
+    """Write a benchmark's JSON with the revision and the machine it ran on, so numbers stay comparable."""
+    machine = {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"git": git_rev(), "machine": machine, **payload}, indent=2, default=str), "utf-8")
+    print(f"\nJSON: {out}")
