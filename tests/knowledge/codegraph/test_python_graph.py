@@ -99,9 +99,9 @@ def test_duplicate_definitions_are_kept_apart() -> None:
 
 
 def test_computed_expressions_have_no_name() -> None:
-    from memhub.knowledge.codegraph.python_facts import _parser
+    from memhub.knowledge.codegraph.syntax import parser
 
-    tree = _parser().parse(b"a.b.c\nf().g\nx[0].y\n")
+    tree = parser("tree_sitter_python").parse(b"a.b.c\nf().g\nx[0].y\n")
     exprs = [stmt.named_children[0] for stmt in tree.root_node.named_children]
     assert [expression_name(e) for e in exprs] == ["a.b.c", None, None]
 

@@ -23,12 +23,23 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
-from functools import cache
 
-from tree_sitter import Language, Node, Parser, Query, QueryCursor
+from tree_sitter import Node
 
-from memhub.knowledge.codegraph.facts import RETURNS, Binding, FileFacts, Import, Reference, Symbol
-from memhub.knowledge.codegraph.syntax import count_errors, declared_type_reference, line_docs, node_text, squash
+from memhub.knowledge.codegraph.facts import RETURNS, Binding, FileFacts, Import, Symbol
+from memhub.knowledge.codegraph.syntax import (
+    add_reference,
+    count_errors,
+    declared_type_reference,
+    grammar,
+    in_document_order,
+    kinds_query,
+    line_docs,
+    node_text,
+    parser,
+    qualified,
+    squash,
+)
 
 _CAPTURED = (
     "import_spec",
@@ -41,21 +52,7 @@ _CAPTURED = (
 )
 
 
-@cache
-def _language() -> Language:
-    import tree_sitter_go
-
-    return Language(tree_sitter_go.language())
-
-
-@cache
-def _parser() -> Parser:
-    return Parser(_language())
-
-
-@cache
-def _query() -> Query:
-    return Query(_language(), "\n".join(f"({kind}) @node" for kind in _CAPTURED))
+_GRAMMAR = "tree_sitter_go"
 
 
 def type_name(node: Node | None) -> str:
@@ -106,10 +103,7 @@ class _Walker:
     at: Node | None = None  # the node being read: where a declared type is referenced
 
     def qualify(self, parent: str, name: str) -> str:
-        qname = f"{parent}.{name}"
-        count = self.seen.get(qname, 0)
-        self.seen[qname] = count + 1
-        return qname if count == 0 else f"{qname}@{count + 1}"
+        return qualified(self.seen, parent, name)
 
     def run(self, nodes: list[Node]) -> None:
         module = self.facts.module
@@ -135,8 +129,7 @@ class _Walker:
             self.var_spec(node, scope)
 
     def ref(self, kind: str, target: str, scope: str, node: Node) -> None:
-        line, col = node.start_point
-        self.facts.references.append(Reference(kind, target, scope, self.facts.path, line + 1, col))  # type: ignore[arg-type]
+        add_reference(self.facts, kind, target, scope, node)
 
     def bind(self, scope: str, name: str, type_expr: str) -> None:
         if name and name != "_":
@@ -324,7 +317,7 @@ class _Walker:
 
 def extract_go(path: str, source: bytes) -> FileFacts:
     """Symbols, references, imports and bindings of one Go file (path relative to the repository root)."""
-    root = _parser().parse(source).root_node
+    root = parser(_GRAMMAR).parse(source).root_node
     clause = next((c for c in root.named_children if c.type == "package_clause"), None)
     package = node_text(clause.named_children[0]) if clause is not None and clause.named_children else ""
     module = module_name(path, package)
@@ -334,8 +327,7 @@ def extract_go(path: str, source: bytes) -> FileFacts:
     facts.symbols.append(
         Symbol("module", module.rpartition("/")[2], module, path, 1, 0, root.end_point[0] + 1, None, doc)
     )
-    nodes = QueryCursor(_query()).captures(root).get("node", [])
-    nodes.sort(key=lambda n: (n.start_byte, -n.end_byte))
+    nodes = in_document_order(kinds_query(grammar(_GRAMMAR), _CAPTURED), root)
     walker = _Walker(facts)
     walker.seen[module] = 1
     walker.run(nodes)

@@ -21,13 +21,24 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Literal
 
-from tree_sitter import Language, Node, Parser, Query, QueryCursor
+from tree_sitter import Node
 
-from memhub.knowledge.codegraph.facts import Binding, FileFacts, Import, Reference, Symbol
-from memhub.knowledge.codegraph.syntax import block_doc, count_errors, declared_type_reference, node_text, squash
+from memhub.knowledge.codegraph.facts import Binding, FileFacts, Import, Symbol
+from memhub.knowledge.codegraph.syntax import (
+    add_reference,
+    block_doc,
+    count_errors,
+    declared_type_reference,
+    grammar,
+    in_document_order,
+    kinds_query,
+    node_text,
+    parser,
+    qualified,
+    squash,
+)
 
 CONSTRUCTOR = "<init>"
 # What each declaration kind is, beyond a class (an interface base makes an `implements` edge).
@@ -66,21 +77,7 @@ _CAPTURED = (
 MemberKind = Literal["method", "field", "type"]
 
 
-@cache
-def _language() -> Language:
-    import tree_sitter_java
-
-    return Language(tree_sitter_java.language())
-
-
-@cache
-def _parser() -> Parser:
-    return Parser(_language())
-
-
-@cache
-def _query() -> Query:
-    return Query(_language(), "\n".join(f"({kind}) @node" for kind in _CAPTURED))
+_GRAMMAR = "tree_sitter_java"
 
 
 def type_name(node: Node | None) -> str:
@@ -157,11 +154,8 @@ class _Walker:
     at: Node | None = None  # the node being read: where a declared type is referenced
 
     def qualify(self, parent: str, name: str) -> str:
-        qname = f"{parent}.{name}"
-        count = self.seen.get(qname, 0)
-        self.seen[qname] = count + 1
         # Overloads share a name: the first keeps it, the others are told apart by their order.
-        return qname if count == 0 else f"{qname}@{count + 1}"
+        return qualified(self.seen, parent, name)
 
     def run(self, nodes: list[Node], module: _Scope) -> None:
         for node in nodes:
@@ -211,8 +205,7 @@ class _Walker:
         self.open.append(_Open(node.end_byte, body.start_byte if body is not None else node.end_byte, inner))
 
     def ref(self, target: str, scope: _Scope, node: Node, kind: str = "call") -> None:
-        line, col = node.start_point
-        self.facts.references.append(Reference(kind, target, scope.qname, self.facts.path, line + 1, col))  # type: ignore[arg-type]
+        add_reference(self.facts, kind, target, scope.qname, node)
 
     # -- definitions ---------------------------------------------------------------------------------
 
@@ -454,7 +447,7 @@ def module_name(path: str, package: str) -> str:
 
 def extract_java(path: str, source: bytes) -> FileFacts:
     """Symbols, references, imports and bindings of one Java file (path relative to the repository root)."""
-    root = _parser().parse(source).root_node
+    root = parser(_GRAMMAR).parse(source).root_node
     package_node = next((c for c in root.named_children if c.type == "package_declaration"), None)
     package = ""
     if package_node is not None:
@@ -464,8 +457,7 @@ def extract_java(path: str, source: bytes) -> FileFacts:
     facts = FileFacts(path, "java", module)
     facts.parse_errors = count_errors(root)
     facts.symbols.append(Symbol("module", module.rpartition(".")[2], module, path, 1, 0, root.end_point[0] + 1))
-    nodes = QueryCursor(_query()).captures(root).get("node", [])
-    nodes.sort(key=lambda n: (n.start_byte, -n.end_byte))
+    nodes = in_document_order(kinds_query(grammar(_GRAMMAR), _CAPTURED), root)
     walker = _Walker(facts, _member_table(nodes))
     walker.seen[module] = 1
     walker.run(nodes, walker.module_scope())

@@ -12,9 +12,9 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import cache
 
-from tree_sitter import Node, Query, QueryCursor
+from tree_sitter import Node, Query
 
-from memhub.knowledge.codegraph.facts import RETURNS, Binding, FileFacts, Import, Reference, Symbol, SymbolKind
+from memhub.knowledge.codegraph.facts import RETURNS, Binding, FileFacts, Import, Symbol, SymbolKind
 from memhub.knowledge.codegraph.javascript_modules import reexport_imports, resolve_specifier, statement_imports
 from memhub.knowledge.codegraph.javascript_syntax import (
     LITERAL_TYPES,
@@ -29,7 +29,15 @@ from memhub.knowledge.codegraph.javascript_syntax import (
     unwrap,
     value_type,
 )
-from memhub.knowledge.codegraph.syntax import declared_type_reference, node_text, squash
+from memhub.knowledge.codegraph.syntax import (
+    add_reference,
+    declared_type_reference,
+    in_document_order,
+    kinds_query,
+    node_text,
+    qualified,
+    squash,
+)
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "generator_function"})
 # The nodes the extractor reads; node kinds a grammar lacks (JSX in .ts, interfaces in .js) are dropped.
@@ -67,10 +75,9 @@ _CAPTURED = (
 
 @cache
 def _query(grammar: str) -> Query:
-    # One capture per node kind the sweep reads, so it sees them all in a single pass.
+    # The node kinds this grammar has (JSX only in JavaScript and TSX, types only in TypeScript).
     language = grammar_language(grammar)
-    kinds = [kind for kind in _CAPTURED if language.id_for_node_kind(kind, True)]
-    return Query(language, "\n".join(f"({kind}) @node" for kind in kinds))
+    return kinds_query(language, tuple(kind for kind in _CAPTURED if language.id_for_node_kind(kind, True)))
 
 
 @dataclass(slots=True)
@@ -115,8 +122,7 @@ class Walker:
     # -- the sweep ---------------------------------------------------------------------------------------
 
     def run(self, root: Node, grammar: str) -> None:
-        nodes = QueryCursor(_query(grammar)).captures(root).get("node", [])
-        nodes.sort(key=lambda n: (n.start_byte, -n.end_byte))
+        nodes = in_document_order(_query(grammar), root)
         for node in nodes:
             start = node.start_byte
             if start < self.skip_until:
@@ -194,11 +200,7 @@ class Walker:
     # -- definitions -------------------------------------------------------------------------------------
 
     def qualify(self, parent: str, name: str) -> str:
-        qname = f"{parent}.{name}" if parent else name
-        count = self.seen.get(qname, 0)
-        self.seen[qname] = count + 1
-        # A name defined twice in one scope (a getter and its setter, conditional definitions) keeps both.
-        return qname if count == 0 else f"{qname}@{count + 1}"
+        return qualified(self.seen, parent, name)
 
     def symbol(
         self,
@@ -554,8 +556,7 @@ class Walker:
     # -- references --------------------------------------------------------------------------------------
 
     def ref(self, kind: str, target: str, scope: Scope, node: Node) -> None:
-        line, col = node.start_point
-        self.facts.references.append(Reference(kind, target, scope.qname, self.facts.path, line + 1, col))  # type: ignore[arg-type]
+        add_reference(self.facts, kind, target, scope.qname, node)
 
     def call(self, node: Node, scope: Scope) -> None:
         """`f()`, `a.b.c()`, `this.m()`, `super()`, `new C()`; `obj[name]()` has no name and no reference."""

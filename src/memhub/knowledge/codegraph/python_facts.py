@@ -12,16 +12,12 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 
-from tree_sitter import Language, Node, Parser, Query, QueryCursor
+from tree_sitter import Node, Query
 
-from memhub.knowledge.codegraph.facts import RETURNS, Binding, FileFacts, Import, Reference, Symbol, SymbolKind
+from memhub.knowledge.codegraph.facts import RETURNS, Binding, FileFacts, Import, Symbol, SymbolKind
+from memhub.knowledge.codegraph.syntax import add_reference, grammar, in_document_order, parser, qualified
 
-
-@cache
-def _parser() -> Parser:
-    import tree_sitter_python
-
-    return Parser(Language(tree_sitter_python.language()))
+_GRAMMAR = "tree_sitter_python"
 
 
 def module_name(path: str) -> str:
@@ -125,7 +121,7 @@ _QUERY_SOURCE = """
 
 @cache
 def _query() -> Query:
-    return Query(_parser().language, _QUERY_SOURCE)
+    return Query(grammar(_GRAMMAR), _QUERY_SOURCE)
 
 
 @dataclass(slots=True)
@@ -146,17 +142,12 @@ class _Walker:
     open: list[_Open] = field(default_factory=list)
 
     def qualify(self, parent: str, name: str) -> str:
-        qname = f"{parent}.{name}" if parent else name
-        count = self.seen.get(qname, 0)
-        self.seen[qname] = count + 1
-        # A name defined twice in one scope (conditional definitions) keeps both, told apart by line.
-        return qname if count == 0 else f"{qname}@{count + 1}"
+        return qualified(self.seen, parent, name)
 
     def run(self, root: Node, module: _Scope) -> None:
         """Visit the interesting nodes in document order, tracking the enclosing definitions by byte range
         (a sweep, not recursion: generated code nests expressions thousands deep)."""
-        nodes = QueryCursor(_query()).captures(root).get("node", [])
-        nodes.sort(key=lambda n: (n.start_byte, -n.end_byte))
+        nodes = in_document_order(_query(), root)
         for node in nodes:
             start = node.start_byte
             while self.open and self.open[-1].end <= start:
@@ -202,8 +193,7 @@ class _Walker:
         self.open.append(_Open(node.end_byte, body.start_byte if body is not None else node.end_byte, inner, outer))
 
     def _ref(self, kind: str, target: str, scope: _Scope, node: Node) -> None:
-        line, col = node.start_point
-        self.facts.references.append(Reference(kind, target, scope.qname, self.facts.path, line + 1, col))  # type: ignore[arg-type]
+        add_reference(self.facts, kind, target, scope.qname, node)
 
     def decorator(self, node: Node, scope: _Scope) -> None:
         expr = next((c for c in node.named_children), None)
@@ -411,7 +401,7 @@ def extract_python(path: str, source: bytes) -> FileFacts:
     is_package = path.endswith("__init__.py")
     package = module if is_package else module.rpartition(".")[0]
     facts = FileFacts(path, "python", module)
-    tree = _parser().parse(source)
+    tree = parser(_GRAMMAR).parse(source)
     root = tree.root_node
     end = root.end_point
     facts.symbols.append(

@@ -33,11 +33,10 @@ What Rust needs beyond Python:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache
 
-from tree_sitter import Language, Node, Parser, Query, QueryCursor
+from tree_sitter import Node
 
-from memhub.knowledge.codegraph.facts import RETURNS, Binding, FileFacts, Import, Reference, Symbol
+from memhub.knowledge.codegraph.facts import RETURNS, Binding, FileFacts, Import, Symbol
 from memhub.knowledge.codegraph.rust_macros import EXPRESSION_MACROS, MacroArguments, macro_name
 from memhub.knowledge.codegraph.rust_paths import CratePaths
 from memhub.knowledge.codegraph.rust_syntax import (
@@ -50,7 +49,19 @@ from memhub.knowledge.codegraph.rust_syntax import (
     path_segments,
     type_segments,
 )
-from memhub.knowledge.codegraph.syntax import count_errors, declared_type_reference, line_docs, node_text, squash
+from memhub.knowledge.codegraph.syntax import (
+    add_reference,
+    count_errors,
+    declared_type_reference,
+    grammar,
+    in_document_order,
+    kinds_query,
+    line_docs,
+    node_text,
+    parser,
+    qualified,
+    squash,
+)
 
 _TYPES = {"struct_item": "struct", "enum_item": "enum", "union_item": "union", "type_item": "alias"}
 _CAPTURED = (
@@ -74,21 +85,7 @@ _TRANSPARENT_VALUES = frozenset(
 )
 
 
-@cache
-def _language() -> Language:
-    import tree_sitter_rust
-
-    return Language(tree_sitter_rust.language())
-
-
-@cache
-def _parser() -> Parser:
-    return Parser(_language())
-
-
-@cache
-def _query() -> Query:
-    return Query(_language(), "\n".join(f"({kind}) @node" for kind in _CAPTURED))
+_GRAMMAR = "tree_sitter_rust"
 
 
 @dataclass(slots=True)
@@ -115,10 +112,7 @@ class _Walker:
     at: Node | None = None  # the node being read: where a declared type is referenced
 
     def qualify(self, parent: str, name: str) -> str:
-        qname = f"{parent}.{name}"
-        count = self.seen.get(qname, 0)
-        self.seen[qname] = count + 1
-        return qname if count == 0 else f"{qname}@{count + 1}"
+        return qualified(self.seen, parent, name)
 
     def run(self, nodes: list[Node]) -> None:
         for node in nodes:
@@ -155,8 +149,7 @@ class _Walker:
             self.bind(frame.scope, node_text(node.child_by_field_name("name")), declared)
 
     def ref(self, kind: str, target: str, scope: str, node: Node) -> None:
-        line, col = node.start_point
-        self.facts.references.append(Reference(kind, target, scope, self.facts.path, line + 1, col))  # type: ignore[arg-type]
+        add_reference(self.facts, kind, target, scope, node)
 
     def bind(self, scope: str, name: str, type_expr: str) -> None:
         if name and name != "_":
@@ -385,22 +378,21 @@ def _pattern_names(pattern: Node | None) -> list[Node]:
 
 def extract_rust(path: str, source: bytes) -> FileFacts:
     """Symbols, references, imports and bindings of one Rust file (path relative to the repository root)."""
-    root = _parser().parse(source).root_node
+    root = parser(_GRAMMAR).parse(source).root_node
     module = module_path(path)
     facts = FileFacts(path, "rust", module)
     facts.parse_errors = count_errors(root)
     facts.symbols.append(
         Symbol("module", module.rpartition("/")[2], module, path, 1, 0, root.end_point[0] + 1, None, inner_docs(root))
     )
-    nodes = QueryCursor(_query()).captures(root).get("node", [])
-    nodes.sort(key=lambda n: (n.start_byte, -n.end_byte))
+    nodes = in_document_order(kinds_query(grammar(_GRAMMAR), _CAPTURED), root)
     walker = _Walker(facts, CratePaths(facts, crate_root(path)))
     walker.seen[module] = 1
     walker.open.append(_Frame(len(source) + 1, "module", module, module))
     walker.paths.prepare(nodes)
     walker.run(nodes)
     # Calls written inside macro arguments, read from the arguments parsed as expressions.
-    for call, frame in walker.macros.calls(source, _parser()):
+    for call, frame in walker.macros.calls(source, parser(_GRAMMAR)):
         walker.at = call
         walker.call(call, frame)
     return facts

@@ -1,10 +1,53 @@
-"""Small tree-sitter helpers shared by the extractors (JavaScript/TypeScript, Java, Go)."""
+"""Small tree-sitter helpers shared by the extractors: grammar loading, the document-order capture list
+every sweep reads, qualified names, references, and text and doc-comment helpers."""
 
 from __future__ import annotations
 
-from tree_sitter import Node
+import importlib
+from functools import cache
+
+from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 from memhub.store.graph_records import FileFacts, Reference
+
+
+@cache
+def grammar(package: str) -> Language:
+    """A grammar from its wheel (`tree_sitter_go`), loaded once per process."""
+    return Language(importlib.import_module(package).language())
+
+
+@cache
+def parser(package: str) -> Parser:
+    return Parser(grammar(package))
+
+
+@cache
+def kinds_query(language: Language, kinds: tuple[str, ...]) -> Query:
+    """One `@node` capture per node kind, so a single pass finds every node an extractor reads."""
+    return Query(language, "\n".join(f"({kind}) @node" for kind in kinds))
+
+
+def in_document_order(query: Query, root: Node) -> list[Node]:
+    """The captured nodes, outer before inner at the same start: the order a byte-range sweep needs."""
+    nodes = QueryCursor(query).captures(root).get("node", [])
+    nodes.sort(key=lambda n: (n.start_byte, -n.end_byte))
+    return nodes
+
+
+def qualified(seen: dict[str, int], parent: str, name: str) -> str:
+    """`parent.name`; a name defined again in the same scope (conditional definitions, overloads, a getter
+    and its setter) keeps both, the later ones told apart as `name@2`, `name@3`."""
+    qname = f"{parent}.{name}" if parent else name
+    count = seen.get(qname, 0)
+    seen[qname] = count + 1
+    return qname if count == 0 else f"{qname}@{count + 1}"
+
+
+def add_reference(facts: FileFacts, kind: str, target: str, scope: str, at: Node) -> None:
+    """A reference from `scope`, written where `at` starts (1-based line, 0-based column)."""
+    line, col = at.start_point
+    facts.references.append(Reference(kind, target, scope, facts.path, line + 1, col))  # type: ignore[arg-type]
 
 
 def node_text(node: Node | None) -> str:
@@ -21,8 +64,7 @@ def declared_type_reference(facts: FileFacts, type_expr: str, scope: str, at: No
     """A declared type (`Repo r`, `r *Repo`, `r: Repo`, a field's or a result's type) is a reference from the
     declaring scope to the type, written where the declaration is; a call's result (`()f`) is not."""
     if at is not None and type_expr and not type_expr.startswith("()"):
-        line, col = at.start_point
-        facts.references.append(Reference("reference", type_expr, scope, facts.path, line + 1, col))
+        add_reference(facts, "reference", type_expr, scope, at)
 
 
 def count_errors(root: Node) -> int:
