@@ -33,6 +33,7 @@ from memhub.knowledge.codegraph.builds import (
 from memhub.knowledge.codegraph.readers import GraphReaders
 from memhub.knowledge.codegraph.storage import CodeGraphFiles
 from memhub.knowledge.lifecycle import BUSY_STATUSES, busy, stale
+from memhub.knowledge.source_roots import local_source_dir, under_roots
 from memhub.knowledge.tools import ToolParamError, get_tool, validate_params
 from memhub.meta import audit
 from memhub.meta.caller import Caller
@@ -170,21 +171,10 @@ class CodeGraphService:
             return self._row(r, caller, code_graph_id)
 
     def _allowed(self, path: Path) -> bool:
-        resolved = path.resolve()
-        return any(resolved == root or root in resolved.parents for root in self.config.source_roots)
+        return under_roots(path, self.config.source_roots)
 
     def _local_source(self, source_path: str) -> str:
-        path = Path(source_path)
-        if not path.is_absolute():
-            raise BadRequest("source_path: must be an absolute path")
-        if not self._allowed(path):
-            raise Forbidden(
-                f"source_path: not under an allowed source root (set {ROOTS_SETTING} to allow local folders)"
-            )
-        resolved = path.resolve()
-        if not resolved.is_dir():
-            raise BadRequest("source_path: not a directory")
-        return str(resolved)
+        return local_source_dir(source_path, self.config.source_roots, ROOTS_SETTING)
 
     def _git_source(self, repo_url: str) -> str:
         url = git.check_repo_url(repo_url)

@@ -22,6 +22,7 @@ from typing import Any
 from memhub.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
 from memhub.knowledge.access import delete_batch, gated, require_member, visible
 from memhub.knowledge.lifecycle import BUSY_STATUSES, busy, stale
+from memhub.knowledge.source_roots import local_source_dir
 from memhub.knowledge.wiki.builds import IndexMode, WikiBuilds, register_wiki
 from memhub.knowledge.wiki.pages import page_file, page_id
 from memhub.knowledge.wiki.snapshot import Conversation, Rescore, WikiSnapshot
@@ -133,17 +134,7 @@ class WikiService:
             return self._row(r, caller, wiki_id)
 
     def _local_source(self, source_path: str) -> str:
-        path = Path(source_path)
-        if not path.is_absolute():
-            raise BadRequest("source_path: must be an absolute path")
-        resolved = path.resolve()
-        if not any(resolved == root or root in resolved.parents for root in self.config.source_roots):
-            raise Forbidden(
-                "source_path: not under an allowed source root (set MEMHUB_WIKI_SOURCE_ROOTS to allow local folders)"
-            )
-        if not resolved.is_dir():
-            raise BadRequest("source_path: not a directory")
-        return str(resolved)
+        return local_source_dir(source_path, self.config.source_roots, "MEMHUB_WIKI_SOURCE_ROOTS")
 
     # -- management ------------------------------------------------------------------------------------
 
