@@ -189,6 +189,9 @@ WIKI_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 _SYMBOL = _p("string", "Symbol name (function, method, class, …).", "符号名（函数、方法、类等）。", required=True)
+_NEIGHBOUR_LIMIT = _p(
+    "integer", "Maximum number of results (1–200).", "最多返回条数（1–200）。", default=20, minimum=1, maximum=200
+)
 
 CODE_GRAPH_TOOLS: tuple[ToolSpec, ...] = (
     _t(
@@ -240,28 +243,14 @@ CODE_GRAPH_TOOLS: tuple[ToolSpec, ...] = (
         "Functions that call the symbol.",
         "调用该符号的函数。",
         symbol=_SYMBOL,
-        limit=_p(
-            "integer",
-            "Maximum number of results (1–200).",
-            "最多返回条数（1–200）。",
-            default=20,
-            minimum=1,
-            maximum=200,
-        ),
+        limit=_NEIGHBOUR_LIMIT,
     ),
     _t(
         "callees",
         "Functions the symbol calls.",
         "该符号调用的函数。",
         symbol=_SYMBOL,
-        limit=_p(
-            "integer",
-            "Maximum number of results (1–200).",
-            "最多返回条数（1–200）。",
-            default=20,
-            minimum=1,
-            maximum=200,
-        ),
+        limit=_NEIGHBOUR_LIMIT,
     ),
     _t(
         "impact",
