@@ -371,7 +371,8 @@ class SQLiteGraph(GraphWriter):
 
     def graph_format(self) -> int:
         """The GRAPH_FORMAT this generation was written in (1: before the format was recorded)."""
-        return int(self.meta().get("graph_format", 1))
+        row = self.con.execute("SELECT value FROM meta WHERE key = 'graph_format'").fetchone()
+        return int(json.loads(row[0])) if row is not None else 1
 
     def meta(self) -> dict[str, Any]:
         return {row["key"]: json.loads(row["value"]) for row in self.con.execute("SELECT key, value FROM meta")}
