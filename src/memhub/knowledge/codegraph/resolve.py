@@ -69,6 +69,8 @@ class LanguageRules:
     # Go imports name a full path (`example.com/app/pkg/store`) whose repository directory (`pkg/store`)
     # only go.mod knows: such imports are matched by path suffix against this language's packages.
     imports_by_path_suffix: bool = False
+    # The receiver that is the class itself, so calling it constructs one (Python's `cls` in a classmethod).
+    class_receiver: str | None = None
     # Whether `import *` binds the names in the importing scope (Python, Java, Rust); JS/TS `export * from`
     # only re-exports them.
     star_import_binds: bool = True
@@ -175,6 +177,7 @@ RULES: dict[str, LanguageRules] = {
         frozenset({"self", "cls"}),
         frozenset(dir(builtins)),
         parent_receiver="super",  # `super().m()` is written `super.m` by the extractor
+        class_receiver="cls",
         builtin_methods=_PYTHON_BUILTIN_METHODS,
     ),
     "javascript": _JS_RULES,
@@ -550,9 +553,9 @@ class _Resolver:
             else:
                 self.graph.count_external(ref.file)
             return
-        if target is not None and target.kind == "instance" and ref.target == "cls":
-            # Python's `cls(...)` in a classmethod constructs the class (or a subclass: the class is the
-            # static answer, as for any call through `self`).
+        if target is not None and target.kind == "instance" and ref.target == self.rules(ref.scope).class_receiver:
+            # `cls(...)` constructs the class (or a subclass: the class is the static answer, as for any
+            # call through `self`).
             target = _Entity("symbol", target.qname, "receiver")
         if target is not None and target.kind == "symbol":
             symbol = self.graph.symbols[self.exported(target.qname)]
