@@ -364,8 +364,17 @@ def test_openapi_lists_every_data_plane_route(gateway: Gateway) -> None:
     assert response.status_code == 200
     doc = response.json()
     paths = doc["paths"]
-    # The management plane is listed by tests/meta; the knowledge service by tests/knowledge.
-    management = ("/v3/meta/", "/v3/internal/", "/v3/knowledge/", "/v3/wiki/", "/v3/code-graph/", "/v3/tools/")
+    # The management plane is listed by tests/meta; the knowledge service by tests/knowledge; the context
+    # composer by tests/context.
+    management = (
+        "/v3/meta/",
+        "/v3/internal/",
+        "/v3/knowledge/",
+        "/v3/wiki/",
+        "/v3/code-graph/",
+        "/v3/tools/",
+        "/v3/context/",
+    )
     v3 = {p.removeprefix("/v3/") for p in paths if p.startswith("/v3/") and not p.startswith(management)}
     v2 = {p.removeprefix("/v2/") for p in paths if p.startswith("/v2/")}
     assert len(CONTRACT) == 18

@@ -1,7 +1,9 @@
-"""The v3 Python SDK's 18 data-plane calls, replayed request-for-request against a live server.
+"""memhub.sdk's MemoryClient: the v3 Python SDK's 18 data-plane calls against a live `memhub serve`.
 
 The server runs with V3_STRICT_ISOLATION=on, the mode the v3 SDK is written for; every call
-must succeed and return the `data` keys the SDK hands to its callers.
+must succeed and return the `data` keys the SDK hands to its callers. A recording transport
+captures the requests, so the wire shapes (headers, None-free bodies, no session on deletes) are
+asserted as they went out.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from memhub.sdk import MemoryClient, ParamError, TDAMError
 from tests.e2e.conftest import GATEWAY_KEY, SERVICE, Launcher, Server
-from tests.e2e.v3_client import SDK_METHODS, SdkError, V3MemoryClient
+from tests.meta.metadata_client import Recorder, Sent
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -37,34 +40,71 @@ def strict_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 _clients = iter(range(1_000_000))
 
+SDK_METHODS = (
+    "add_conversation",
+    "query_conversation",
+    "search_conversation",
+    "delete_conversation",
+    "count_conversation",
+    "update_atomic",
+    "query_atomic",
+    "search_atomic",
+    "delete_atomic",
+    "count_atomic",
+    "list_scenarios",
+    "read_scenario",
+    "write_scenario",
+    "rm_scenario",
+    "count_scenario",
+    "read_core",
+    "write_core",
+    "count_core",
+)
+
+
+class Recorded(MemoryClient):
+    """The SDK's MemoryClient over a recording transport; `sent` is every request that went out."""
+
+    def __init__(self, server: Server, api_key: str = GATEWAY_KEY, **isolation: Any) -> None:
+        self.server = server
+        self.recorder = Recorder()
+        super().__init__(server.url, api_key, SERVICE, transport=self.recorder, **isolation)
+
+    @property
+    def sent(self) -> list[Sent]:
+        return self.recorder.sent
+
 
 @pytest.fixture
-def sdk(strict_server: Server) -> Iterator[V3MemoryClient]:
+def sdk(strict_server: Server) -> Iterator[Recorded]:
     """A client bound to a team/agent/user of its own (so tests sharing the server never meet)."""
     n = next(_clients)
-    client = V3MemoryClient(
-        strict_server.url, GATEWAY_KEY, SERVICE, team_id=f"{TEAM}-{n}", agent_id=AGENT, user_id=USER, session_id="s1"
-    )
+    client = Recorded(strict_server, team_id=f"{TEAM}-{n}", agent_id=AGENT, user_id=USER, session_id="s1")
     yield client
     client.close()
 
 
-def _seed_atomic(client: V3MemoryClient, content: str, type_: str = "work_fact", **extra: Any) -> str:
-    """L1 memories come from the pipeline; memhub's `atomic/add` stands in for it here."""
-    body = {**client._base(), "type": type_, "content": content, **extra}
-    return client._post("atomic/add", body)["id"]
+def _scope(client: MemoryClient) -> dict[str, str]:
+    return {"team_id": client.team_id, "agent_id": client.agent_id, "user_id": client.user_id}
 
 
-def _seed_scene(client: V3MemoryClient, path: str, content: str, summary: str) -> None:
-    """Scene files come from the pipeline; memhub's `scenario/create` stands in for it here."""
-    client._post("scenario/create", {**client._base(), "path": path, "content": content, "summary": summary})
+def _seed_atomic(client: Recorded, content: str, type_: str = "work_fact", **extra: Any) -> str:
+    """L1 memories come from the pipeline; memhub's `atomic/add` (not in the SDK) stands in for it here."""
+    with client.server.api() as api:
+        return api.ok("/v3/atomic/add", {**_scope(client), "type": type_, "content": content, **extra})["id"]
+
+
+def _seed_scene(client: Recorded, path: str, content: str, summary: str) -> None:
+    """Scene files come from the pipeline; memhub's `scenario/create` (not in the SDK) stands in for it here."""
+    with client.server.api() as api:
+        api.ok("/v3/scenario/create", {**_scope(client), "path": path, "content": content, "summary": summary})
 
 
 def _iso(value: Any) -> bool:
     return isinstance(value, str) and ISO_INSTANT.match(value) is not None
 
 
-def test_every_sdk_call_returns_what_the_sdk_hands_back(sdk: V3MemoryClient) -> None:
+def test_every_sdk_call_returns_what_the_sdk_hands_back(sdk: Recorded) -> None:
     # L0 ----------------------------------------------------------------------------------
     added = sdk.add_conversation(
         [
@@ -187,48 +227,46 @@ def test_every_sdk_call_returns_what_the_sdk_hands_back(sdk: V3MemoryClient) -> 
         assert {"team_id", "agent_id", "user_id"} <= set(request.body)
         assert request.headers["Authorization"] == f"Bearer {GATEWAY_KEY}"
         assert request.headers["x-tdai-service-id"] == SERVICE
+        assert request.headers["Content-Type"] == "application/json"
+        assert "x-tdai-user-key" not in request.headers
 
 
-def test_sdk_errors_carry_code_message_and_request_id(sdk: V3MemoryClient) -> None:
-    with pytest.raises(SdkError) as missing_scene:
+def test_sdk_errors_carry_code_message_and_request_id(sdk: Recorded) -> None:
+    with pytest.raises(TDAMError) as missing_scene:
         sdk.write_scenario("nope/absent.md", "content")
     assert missing_scene.value.code == 404
     assert missing_scene.value.request_id.startswith("req-")
 
-    with pytest.raises(SdkError) as missing_memory:
+    with pytest.raises(TDAMError) as missing_memory:
         sdk.update_atomic("m_0_deadbeef", "new content")
     assert missing_memory.value.code == 404
 
-    with pytest.raises(SdkError) as bad:
+    with pytest.raises(TDAMError) as bad:
         sdk.query_conversation(limit=1000)
     assert bad.value.code == 400 and "limit" in bad.value.message
 
-    with pytest.raises(SdkError) as traversal:
+    with pytest.raises(TDAMError) as traversal:
         sdk.read_scenario("../etc/passwd")
     assert traversal.value.code == 400
 
 
 def test_sdk_wrong_key_is_401(strict_server: Server) -> None:
     with (
-        V3MemoryClient(strict_server.url, "mh-gw-wrong", SERVICE, team_id="t", agent_id="a", user_id="u") as client,
-        pytest.raises(SdkError) as denied,
+        Recorded(strict_server, "mh-gw-wrong", team_id="t", agent_id="a", user_id="u") as client,
+        pytest.raises(TDAMError) as denied,
     ):
         client.count_core()
     assert denied.value.code == 401
 
 
-def test_sdk_isolation_semantics(strict_server: Server, sdk: V3MemoryClient) -> None:
+def test_sdk_isolation_semantics(strict_server: Server, sdk: Recorded) -> None:
     """Reads narrow to the bound session, deletes never inherit it; other agents/tasks see nothing."""
     ids_s1 = sdk.add_conversation([{"role": "user", "content": "session one fact about kayaks"}])["accepted_ids"]
     sdk.add_conversation([{"role": "user", "content": "session two fact about kayaks"}], session_id="s2")
     assert sdk.count_conversation()["total"] == 1  # bound to s1
-    unbound = V3MemoryClient(strict_server.url, GATEWAY_KEY, SERVICE, team_id=sdk.team_id, agent_id=AGENT, user_id=USER)
-    other_agent = V3MemoryClient(
-        strict_server.url, GATEWAY_KEY, SERVICE, team_id=sdk.team_id, agent_id="another", user_id=USER
-    )
-    tasked = V3MemoryClient(
-        strict_server.url, GATEWAY_KEY, SERVICE, team_id=sdk.team_id, agent_id=AGENT, user_id=USER, task_id="task-9"
-    )
+    unbound = Recorded(strict_server, team_id=sdk.team_id, agent_id=AGENT, user_id=USER)
+    other_agent = Recorded(strict_server, team_id=sdk.team_id, agent_id="another", user_id=USER)
+    tasked = Recorded(strict_server, team_id=sdk.team_id, agent_id=AGENT, user_id=USER, task_id="task-9")
     try:
         assert unbound.count_conversation()["total"] == 2
         assert len(unbound.search_conversation("kayaks")["messages"]) == 2
@@ -251,8 +289,8 @@ def test_sdk_isolation_semantics(strict_server: Server, sdk: V3MemoryClient) -> 
 
 def test_strict_server_rejects_what_the_sdk_would_never_send(strict_server: Server, tmp_path: Path) -> None:
     """The SDK refuses to build a client without ids; a raw request without them is a 422."""
-    with pytest.raises(ValueError):
-        V3MemoryClient(strict_server.url, GATEWAY_KEY, SERVICE, team_id="t", agent_id="", user_id="u")
+    with pytest.raises(ParamError, match="agent_id"):
+        MemoryClient(strict_server.url, GATEWAY_KEY, SERVICE, team_id="t", agent_id="", user_id="u")
     with strict_server.api() as api:
         response = api.post("/v3/core/read", {"team_id": "t", "agent_id": "a"})
         assert response.status_code == 422

@@ -1,20 +1,20 @@
-"""The Python SDK's MetadataClient request shapes, replayed against a live server (uvicorn on a socket).
+"""memhub.sdk's MetadataClient against a live server (uvicorn on a socket): request shapes and responses.
 
-tests/meta/metadata_client.py builds the bodies exactly as the SDK does (digest §6: fixed bodies,
-`_body` None-stripping, `pagination` merged into list bodies, `revoke_acl(acl_id)` → `{"id": …}`).
-One realistic scenario calls every one of the 59 methods (54 meta + 5 knowledge) at least once and
-checks the response fields the SDK's callers read.
+The bodies must be exactly those of the TencentDB Python SDK (digest §6: fixed bodies, `_body`
+None-stripping, `pagination` merged into list bodies, `revoke_acl(acl_id)` → `{"id": …}`); a recording
+transport captures what went on the wire. One realistic scenario calls every one of the 59 methods
+(54 meta + 5 knowledge) at least once and checks the response fields the SDK's callers read.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
 
+from memhub.sdk import AsyncMetadataClient, MetadataClient, ParamError, TDAMError
 from tests.conftest import Gateway
-from tests.meta.metadata_client import KNOWLEDGE_METHODS, META_METHODS, MetadataClient, ParamError, TDAMError
+from tests.meta.metadata_client import Recorder
 from tests.meta.shapes import (
     ACL_FIELDS,
     AGENT_FIELDS,
@@ -54,17 +54,29 @@ def page_of(data: Any, keys: set[str]) -> list[dict[str, Any]]:
     return data["items"]
 
 
-def _client(gw: Gateway, user_key: str | None) -> MetadataClient:
+class Recorded(MetadataClient):
+    """The SDK's MetadataClient over a recording transport; `sent` is every (path, body) that went out."""
+
+    def __init__(self, endpoint: str, api_key: str, service_id: str | None, *, user_key: str | None = None) -> None:
+        self.recorder = Recorder()
+        super().__init__(endpoint, api_key, service_id, user_key=user_key, transport=self.recorder)
+
+    @property
+    def sent(self) -> list[tuple[str, Any]]:
+        return self.recorder.calls
+
+
+def _client(gw: Gateway, user_key: str | None) -> Recorded:
     assert gw.key is not None
-    return MetadataClient(gw.client, gw.key, SERVICE, user_key=user_key)
+    return Recorded(str(gw.client.base_url), gw.key, SERVICE, user_key=user_key)
 
 
 def test_client_guards() -> None:
     with pytest.raises(ParamError, match="service_id must be provided"):
-        MetadataClient(object(), "k", None)
+        Recorded("http://127.0.0.1:9", "k", None)
     with pytest.raises(ParamError, match="api_key must be provided"):
-        MetadataClient(object(), "", "svc")
-    client = MetadataClient(object(), "k", "svc")
+        Recorded("http://127.0.0.1:9", "", "svc")
+    client = Recorded("http://127.0.0.1:9", "k", "svc")
     with pytest.raises(ParamError, match="request payload must be a dict"):
         client.create_user("alice")  # type: ignore[arg-type]
     with pytest.raises(ParamError, match="list_teams requires one of user_id, user_key"):
@@ -391,15 +403,80 @@ def test_every_sdk_method_against_a_live_server(live: Gateway) -> None:
 
     # Every one of the SDK's 59 methods was replayed.
     routes = {path for client in clients for path, _ in client.sent}
-    expected = {_route_of(name) for name in META_METHODS + KNOWLEDGE_METHODS}
+    expected = set(ROUTES.values())
     assert len(expected) == 59
     assert expected <= routes, expected - routes
+    for client in clients:
+        client.close()
 
 
-def _route_of(method: str) -> str:
-    """The route a MetadataClient method posts to, read off its source (one route per method)."""
-    import inspect
+def test_the_sdk_has_exactly_the_59_methods_sync_and_async() -> None:
+    """Both clients expose every method of the route table (tests/sdk checks each posts to its route)."""
+    for cls in (MetadataClient, AsyncMetadataClient):
+        calls = {name for name in dir(cls) if not name.startswith("_") and name != "close"}
+        assert calls == set(ROUTES), calls ^ set(ROUTES)
 
-    source = inspect.getsource(getattr(MetadataClient, method))
-    (route,) = set(re.findall(r'"(/v3/[a-z\-/]+)"', source))
-    return route
+
+# The route each of the SDK's 59 methods posts to (metadata_client.py of the original).
+ROUTES = {
+    "create_user": "/v3/meta/user/create",
+    "get_user": "/v3/meta/user/get",
+    "delete_users": "/v3/meta/user/delete",
+    "list_users": "/v3/meta/user/list",
+    "create_user_key": "/v3/meta/user-key/create",
+    "list_user_keys": "/v3/meta/user-key/list",
+    "get_user_key": "/v3/meta/user-key/get",
+    "revoke_user_key": "/v3/meta/user-key/revoke",
+    "update_user_key": "/v3/meta/user-key/update",
+    "create_team": "/v3/meta/team/create",
+    "get_team": "/v3/meta/team/get",
+    "update_team": "/v3/meta/team/update",
+    "delete_teams": "/v3/meta/team/delete",
+    "list_teams": "/v3/meta/team/list",
+    "add_team_member": "/v3/meta/team-member/add",
+    "remove_team_member": "/v3/meta/team-member/remove",
+    "list_team_members": "/v3/meta/team-member/list",
+    "get_team_member": "/v3/meta/team-member/get",
+    "create_agent": "/v3/meta/agent/create",
+    "get_agent": "/v3/meta/agent/get",
+    "update_agent": "/v3/meta/agent/update",
+    "delete_agents": "/v3/meta/agent/delete",
+    "list_agents": "/v3/meta/agent/list",
+    "archive_agent": "/v3/meta/agent/archive",
+    "create_task": "/v3/meta/task/create",
+    "get_task": "/v3/meta/task/get",
+    "update_task": "/v3/meta/task/update",
+    "delete_tasks": "/v3/meta/task/delete",
+    "list_tasks": "/v3/meta/task/list",
+    "archive_task": "/v3/meta/task/archive",
+    "link_task_agent": "/v3/meta/task-agent/link",
+    "unlink_task_agent": "/v3/meta/task-agent/unlink",
+    "list_task_agents": "/v3/meta/task-agent/list",
+    "append_participation_log": "/v3/meta/participation-log/append",
+    "list_participation_logs": "/v3/meta/participation-log/list",
+    "create_asset": "/v3/meta/asset/create",
+    "get_asset": "/v3/meta/asset/get",
+    "update_asset": "/v3/meta/asset/update",
+    "delete_assets": "/v3/meta/asset/delete",
+    "list_assets": "/v3/meta/asset/list",
+    "list_accessible_assets": "/v3/meta/asset/list-accessible",
+    "touch_asset_usage": "/v3/meta/asset/touch-usage",
+    "set_agent_fixed_assets": "/v3/meta/agent-fixed-asset/set",
+    "list_agent_fixed_assets": "/v3/meta/agent-fixed-asset/list",
+    "list_agent_fixed_assets_with_detail": "/v3/meta/agent-fixed-asset/list-with-detail",
+    "summarize_agent_fixed_assets_by_agents": "/v3/meta/agent-fixed-asset/summary-by-agents",
+    "grant_acl": "/v3/meta/acl/grant",
+    "revoke_acl": "/v3/meta/acl/revoke",
+    "list_acl": "/v3/meta/acl/list",
+    "check_acl": "/v3/meta/acl/check",
+    "verify_auth": "/v3/meta/auth/verify",
+    "get_instance_quota": "/v3/meta/instance-quota/get",
+    "get_user_config": "/v3/meta/config/user/get",
+    "set_user_config": "/v3/meta/config/user/set",
+    "create_knowledge": "/v3/knowledge/create",
+    "get_knowledge": "/v3/knowledge/get",
+    "update_knowledge": "/v3/knowledge/update",
+    "delete_knowledge": "/v3/knowledge/delete",
+    "list_knowledge": "/v3/knowledge/list",
+}
+assert len(ROUTES) == 59 and sum(r.startswith("/v3/meta/") for r in ROUTES.values()) == 54

@@ -22,7 +22,7 @@ from memhub.api.dataplane import DataPlane, DataRoute
 from memhub.api.envelope import JSONResponse, error, internal_error
 from memhub.api.metaplane import MetaPlane
 from memhub.api.middleware import CorsPolicy, GatewayMiddleware
-from memhub.api.routes import atomic, conversation, generation_log, memory_prompt, pipeline, profile
+from memhub.api.routes import atomic, context, conversation, generation_log, memory_prompt, pipeline, profile
 from memhub.api.routes.code_graph import ROUTES as CODE_GRAPH_ROUTES
 from memhub.api.routes.health import health_payload
 from memhub.api.routes.knowledge import OFFER_ROUTES
@@ -30,6 +30,7 @@ from memhub.api.routes.knowledge import ROUTES as KNOWLEDGE_ROUTES
 from memhub.api.routes.meta import INTERNAL_ROUTES, META_ROUTES
 from memhub.api.routes.tools import ROUTES as TOOLS_ROUTES
 from memhub.api.routes.wiki import ROUTES as WIKI_ROUTES
+from memhub.context import ContextComposer
 from memhub.errors import HttpStatusError, MemhubError
 from memhub.gateway_key import GatewayKey
 from memhub.knowledge.codegraph.service import CodeGraphConfig
@@ -171,7 +172,9 @@ def create_app(
         app.state.generation_log = generations
         management.mount(app, "/v3/meta", META_ROUTES, tag="meta")
         management.mount(app, "/v3/internal/meta", INTERNAL_ROUTES, tag="internal")
-        models += [r.model for r in (*DATA_ROUTES, *v3_only, *META_ROUTES, *INTERNAL_ROUTES)]
+        context_routes = context.routes(ContextComposer(knowledge, memory.conversation, meta.access, meta.config))
+        management.mount(app, "/v3/context", context_routes, tag="context")
+        models += [r.model for r in (*DATA_ROUTES, *v3_only, *META_ROUTES, *INTERNAL_ROUTES, *context_routes)]
     app.openapi = lambda: _openapi(app, models)  # type: ignore[method-assign]
     app.add_middleware(GatewayMiddleware, cors=cors)
     return app

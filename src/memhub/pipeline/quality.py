@@ -1,6 +1,7 @@
 """Text hygiene before extraction: what is worth extracting, what to strip, what looks like an attack.
 
-These follow spec §7.4 (server-side `sanitize`, `shouldCaptureL0`) and §3.3 (`shouldExtractL1`).
+These follow spec §7.4 (server-side `sanitize`, `shouldCaptureL0`, both defined once in
+`memhub.sdk.sanitize`) and §3.3 (`shouldExtractL1`).
 `looks_like_prompt_injection` only ever flags a memory in its metadata: conversation text is data,
 and nothing in it changes what the pipeline does.
 """
@@ -9,21 +10,18 @@ from __future__ import annotations
 
 import re
 
-# ---------------------------------------------------------------- quality gate
+from memhub.sdk.sanitize import sanitize_server_text, should_capture_l0
 
-_NOISE_EXACT = frozenset({"NO_REPLY"})
-_NOISE_PREFIXES = ("A new session was started via", "✅ New session started", "Pre-compaction memory flush")
+# ---------------------------------------------------------------- quality gate and sanitize
+
+# One rule table serves client and gateway (the SDK never imports the server, the server may import the SDK).
+# The gateway variant leaves out the client-only rule 5.
+sanitize = sanitize_server_text
+should_capture = should_capture_l0
+
 # 1–5 characters of nothing but punctuation/symbols ("...", "👍", "?!") carry no memory.
 _SYMBOLS_ONLY = re.compile(r"^(?:[^\w\s]|_){1,5}$")
 _QUESTION_MARKS_ONLY = re.compile(r"^[?？\s]+$")
-
-
-def should_capture(text: str) -> bool:
-    """Spec `shouldCaptureL0`: False for empty text, framework noise and slash commands."""
-    stripped = text.strip()
-    if not stripped or stripped in _NOISE_EXACT or "(session bootstrap)" in stripped:
-        return False
-    return not stripped.startswith(_NOISE_PREFIXES) and not stripped.startswith("/")
 
 
 def should_extract(text: str) -> bool:
@@ -32,47 +30,6 @@ def should_extract(text: str) -> bool:
         return False
     stripped = text.strip()
     return not (_SYMBOLS_ONLY.match(stripped) or _QUESTION_MARKS_ONLY.match(stripped))
-
-
-# ---------------------------------------------------------------- sanitize (server rules, in order)
-
-
-def _block(tag: str) -> re.Pattern[str]:
-    return re.compile(rf"<{tag}>[\s\S]*?</{tag}>\s*")
-
-
-_INBOUND_LABELS = (
-    r"Conversation info|Sender|Thread starter|Replied message|Forwarded message context|Chat history since last reply"
-)
-# Rule 5 (`<memory-tools-guide>`) is client-only and so absent here, as in the server's sanitize.
-_SANITIZE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (_block("relevant-memories"), ""),  # 1: recall we injected ourselves must not be re-learned
-    (_block("user-persona"), ""),  # 2
-    (_block("relevant-scenes"), ""),  # 3
-    (_block("scene-navigation"), ""),  # 4
-    (_block("current_task_context"), ""),  # 6
-    (re.compile(r"<history_task_context\b[^>]*>[\s\S]*?</history_task_context>\s*"), ""),  # 7
-    # 8: chat-platform metadata the gateway prepends to inbound messages
-    (re.compile(rf"(?:{_INBOUND_LABELS})\s*\(untrusted[^)\n]*\):\s*```json\s*[\s\S]*?```\s*"), ""),
-    # 9: older clients sent session metadata as a bare json fence
-    (re.compile(r"```json\s*\{(?:(?!```)[\s\S])*?\"session(?:(?!```)[\s\S])*?```\s*"), ""),
-    (re.compile(r"\[\[reply_to[^\]]*\]\]\s*"), ""),  # 10
-    (re.compile(r"¥¥\[[\s\S]*?\]¥¥"), ""),  # 11: skill wrappers
-    (re.compile(r"^\[[A-Za-z0-9_\-:+ ]+\]\s*", re.MULTILINE), ""),  # 12: line-leading timestamps
-    (re.compile(r"\[media attached[^\]]*\]\s*"), ""),  # 13
-    (re.compile(r"To send an image back,[\s\S]*?Keep caption in the text body\.?\s*"), ""),  # 14
-    (re.compile(r"^System:\s*\[.*(?:\n|$)", re.MULTILINE), ""),  # 15: exec notices
-    (re.compile(r"data:image/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+/=]+"), ""),  # 16
-    (re.compile("\x00"), ""),  # 17
-    (re.compile(r"\n{3,}"), "\n\n"),
-)
-
-
-def sanitize(text: str) -> str:
-    """Spec §7.4 server sanitize: strip injected context, platform metadata and noise, in order."""
-    for pattern, repl in _SANITIZE_RULES:
-        text = pattern.sub(repl, text)
-    return text.strip()
 
 
 # ---------------------------------------------------------------- prompt-injection heuristics

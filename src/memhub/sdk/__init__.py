@@ -1,0 +1,32 @@
+"""memhub's Python client SDK, wire-compatible with TencentDB Agent Memory's v3 Python SDK.
+
+    from memhub.sdk import MemoryClient, TDAMError
+
+    with MemoryClient("http://127.0.0.1:8420", "mh-gw-…", "svc-a",
+                      team_id="team-1", agent_id="agent-1", user_id="user-1", session_id="s1") as memory:
+        memory.add_conversation([{"role": "user", "content": "I prefer oolong tea"}])
+        hits = memory.search_atomic("tea", limit=5)
+
+Clients: `MemoryClient` (L0–L3 data plane), `MetadataClient` (management plane and knowledge
+registry), `KnowledgeClient` (knowledge tools), each with an `Async…` twin. Errors: `ParamError`
+before sending, `TDAMError` for anything after (its `TransportError` subclass when no response
+came). Depends on httpx and the standard library only, never on the memhub server.
+"""
+
+from memhub.sdk._errors import ParamError, TDAMError, TransportError
+from memhub.sdk.knowledge import AsyncKnowledgeClient, KnowledgeClient
+from memhub.sdk.memory import AsyncMemoryClient, AtomicMemoryType, MemoryClient
+from memhub.sdk.metadata import AsyncMetadataClient, MetadataClient
+
+__all__ = [
+    "AsyncKnowledgeClient",
+    "AsyncMemoryClient",
+    "AsyncMetadataClient",
+    "AtomicMemoryType",
+    "KnowledgeClient",
+    "MemoryClient",
+    "MetadataClient",
+    "ParamError",
+    "TDAMError",
+    "TransportError",
+]

@@ -1,0 +1,196 @@
+"""The one request/response path every client shares: options, headers, sending, envelope decoding.
+
+A client method describes its call as a `Request` (path + JSON body) and hands it to `_send`; the
+sync clients send through `SyncHttp`, the async ones through `AsyncHttp`, and both decode the answer
+with `decode_response`. Client classes write each call once, generic in what `_send` returns
+(`dict` for sync, an awaitable of it for async); `coroutine_calls` then makes the async class's
+inherited calls real coroutine functions.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+
+from memhub.sdk._errors import ParamError, TDAMError, TransportError
+
+JsonObject = dict[str, Any]
+ResultT = TypeVar("ResultT", JsonObject, Awaitable[JsonObject])
+ClassT = TypeVar("ClassT", bound=type)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One gateway call: a POST of `body` as JSON to `path`."""
+
+    path: str
+    body: JsonObject
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Where and how to send: the validated endpoint, the fixed headers, the timeout and TLS verification."""
+
+    endpoint: str
+    headers: Mapping[str, str]
+    timeout: float
+    verify: bool
+
+
+def options(
+    endpoint: str,
+    api_key: str,
+    service_id: str | None,
+    *,
+    user_key: str | None = None,
+    timeout: float = 30,
+    verify: bool = True,
+    extra_headers: Mapping[str, str] | None = None,
+) -> Options:
+    """Validated connection options (ParamError otherwise) with the headers every request carries."""
+    if not isinstance(endpoint, str) or not endpoint.strip():
+        raise ParamError("endpoint must be provided")
+    try:
+        url = httpx.URL(endpoint.strip())
+    except Exception as exc:  # httpx raises several types for unparsable URLs
+        raise ParamError("endpoint must be a valid HTTP(S) URL") from exc
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ParamError("endpoint must be a valid HTTP(S) URL")
+    if not isinstance(api_key, str) or not api_key.strip():
+        raise ParamError("api_key must be provided")
+    if not isinstance(service_id, str) or not service_id.strip():
+        raise ParamError("service_id must be provided")
+    # bool is an int; a timeout of True is a caller bug, not one second.
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise ParamError("timeout must be a positive number")
+    headers = {
+        "Authorization": f"Bearer {api_key}",
+        "x-tdai-service-id": service_id,
+        "Content-Type": "application/json",
+    }
+    if user_key:
+        headers["x-tdai-user-key"] = user_key
+    headers.update(extra_headers or {})
+    return Options(endpoint.strip().rstrip("/"), headers, float(timeout), verify)
+
+
+def decode_response(response: httpx.Response) -> JsonObject:
+    """The envelope's `data` (an object; `null` → `{}`, plus `trace_id` from `x-trace-id`), else TDAMError."""
+    header_request_id = response.headers.get("x-qcloud-transaction-id") or response.headers.get("x-trace-id") or ""
+    try:
+        envelope = response.json()
+    except ValueError as exc:
+        message = response.text or f"HTTP {response.status_code} returned a non-JSON response"
+        raise TDAMError(response.status_code if response.is_error else -1, message, header_request_id) from exc
+    if not isinstance(envelope, dict):
+        raise TDAMError(-1, "API response must be a JSON object", header_request_id)
+
+    raw_code = envelope.get("code")
+    code = raw_code if isinstance(raw_code, int) and not isinstance(raw_code, bool) else None
+    if response.is_error or code:
+        # An error status keeps a meaningful envelope code; without one the status is the code.
+        effective = code or response.status_code
+        payload = envelope.get("data")
+        raise TDAMError(
+            effective,
+            str(envelope.get("message") or f"HTTP {response.status_code}"),
+            str(envelope.get("request_id") or header_request_id),
+            payload if isinstance(payload, dict) else None,
+        )
+    if code is None:
+        raise TDAMError(-1, "API response code must be an integer", header_request_id)
+
+    data = envelope.get("data")
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise TDAMError(-1, "API response data must be a JSON object", header_request_id)
+    trace_id = response.headers.get("x-trace-id")
+    if trace_id:
+        data["trace_id"] = trace_id
+    return data
+
+
+def _transport_error(exc: httpx.RequestError, request: Request) -> TransportError:
+    timeout = isinstance(exc, httpx.TimeoutException)
+    what = "timed out" if timeout else f"failed ({type(exc).__name__})"
+    detail = str(exc) or type(exc).__name__
+    return TransportError(f"POST {request.path} {what}: {detail}", timeout=timeout)
+
+
+class SyncHttp:
+    """Sends requests with an `httpx.Client`; shared by a client and every `with_isolation` clone."""
+
+    def __init__(self, opts: Options, transport: httpx.BaseTransport | None = None) -> None:
+        if transport is not None and not isinstance(transport, httpx.BaseTransport):
+            raise ParamError("transport must be an httpx.BaseTransport for a synchronous client")
+        self.options = opts
+        self._client = httpx.Client(timeout=opts.timeout, verify=opts.verify, transport=transport)
+
+    def send(self, request: Request) -> JsonObject:
+        """POST the request and decode the envelope."""
+        try:
+            response = self._client.post(
+                self.options.endpoint + request.path, json=request.body, headers=dict(self.options.headers)
+            )
+        except httpx.RequestError as exc:
+            raise _transport_error(exc, request) from exc
+        return decode_response(response)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._client.close()
+
+
+class AsyncHttp:
+    """Sends requests with an `httpx.AsyncClient`; shared by a client and every `with_isolation` clone."""
+
+    def __init__(self, opts: Options, transport: httpx.AsyncBaseTransport | None = None) -> None:
+        if transport is not None and not isinstance(transport, httpx.AsyncBaseTransport):
+            raise ParamError("transport must be an httpx.AsyncBaseTransport for an asynchronous client")
+        self.options = opts
+        self._client = httpx.AsyncClient(timeout=opts.timeout, verify=opts.verify, transport=transport)
+
+    async def send(self, request: Request) -> JsonObject:
+        """POST the request and decode the envelope."""
+        try:
+            response = await self._client.post(
+                self.options.endpoint + request.path, json=request.body, headers=dict(self.options.headers)
+            )
+        except httpx.RequestError as exc:
+            raise _transport_error(exc, request) from exc
+        return decode_response(response)
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        await self._client.aclose()
+
+
+def coroutine_calls(*bases: type) -> Callable[[ClassT], ClassT]:
+    """Class decorator: every public call the `bases` define becomes an `async def` on the decorated class.
+
+    The shared call returns `self._send(request)`, already awaitable in an async client; wrapping it
+    keeps `inspect.iscoroutinefunction` true and defers argument errors to the `await`, as callers of
+    an async API expect, while signature and docstring stay those of the one shared definition.
+    """
+
+    def wrap(method: Callable[..., Awaitable[JsonObject]]) -> Callable[..., Awaitable[JsonObject]]:
+        @functools.wraps(method)
+        async def call(self: Any, *args: Any, **kwargs: Any) -> JsonObject:
+            return await method(self, *args, **kwargs)
+
+        return call
+
+    def decorate(cls: ClassT) -> ClassT:
+        for base in bases:
+            for name, member in vars(base).items():
+                if not name.startswith("_") and inspect.isfunction(member):
+                    setattr(cls, name, wrap(member))
+        return cls
+
+    return decorate

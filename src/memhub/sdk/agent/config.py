@@ -1,0 +1,63 @@
+"""The integration kit's knobs: deadlines, prompt budgets, capture queue and circuit breaker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Literal
+
+from memhub.sdk._errors import ParamError
+
+# The gateway's own limits (a query over 2,048 characters or a message over 8,192 is a 400), so the kit
+# trims to them instead of letting a long prompt turn into an error.
+SERVER_MAX_QUERY_CHARS = 2048
+SERVER_MAX_CONTENT_CHARS = 8192
+SERVER_MAX_BATCH = 100
+# The gateway refuses bodies over 1 MiB; batches stay under this many bytes of messages, leaving room
+# for the isolation fields and the JSON around them.
+SERVER_MAX_BATCH_BYTES = 960 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    """How recall, capture and the tools behave; every field has a production-safe default."""
+
+    # recall (seed 002 §6: three paths in parallel, 200 ms in total, late paths dropped)
+    recall_deadline: float = 0.2
+    max_memories: int = 5
+    max_memory_chars: int = 500
+    max_prepend_chars: int = 2500
+    max_persona_chars: int = 4000
+    max_scenes: int = 40
+    include_persona: bool = True
+    include_scene_nav: bool = True
+    language: Literal["en", "zh"] = "en"
+    # A fourth recall path: the gateway's runtime-context composer (POST /v3/context/compose: team and
+    # agent knowledge, skills, the conversation excerpt, seed 001). Off by default: it needs wikis to say anything.
+    compose_context: bool = False
+    # capture
+    capture_enabled: bool = True
+    capture_queue_size: int = 1024
+    capture_max_attempts: int = 8
+    capture_backoff: float = 0.5
+    capture_backoff_max: float = 30.0
+    # tools
+    tool_timeout: float = 5.0
+    max_searches_per_turn: int = 3
+    max_tool_chars: int = 8000
+    # degradation: this many consecutive gateway failures open the breaker for `breaker_cooldown` seconds
+    breaker_threshold: int = 5
+    breaker_cooldown: float = 30.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or f.name == "language":
+                continue
+            if not isinstance(value, int | float) or value <= 0:
+                raise ParamError(f"AgentConfig.{f.name}: must be a positive number (got {value!r})")
+        if self.language not in ("en", "zh"):
+            raise ParamError(f"AgentConfig.language: must be 'en' or 'zh' (got {self.language!r})")
+        if self.max_memories > 100:
+            raise ParamError("AgentConfig.max_memories: must be at most 100 (the gateway's search limit)")
+        if self.capture_backoff > self.capture_backoff_max:
+            raise ParamError("AgentConfig.capture_backoff: must not exceed capture_backoff_max")

@@ -1,0 +1,151 @@
+"""The two prompt blocks recall produces (seed 002 §1, spec §7.3): a per-turn prepend and a stable system tail.
+
+`prepend` changes every turn and goes before the user's text; `append_system` (persona, scene paths, the
+tools guide) changes only when the memory does, so it sits at the end of the system prompt where a
+provider's prompt cache can keep it. Scene paths are sorted for the same reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+Language = Literal["en", "zh"]
+
+READ_TOOL = "tdai_read_file"
+TRUNCATED = "…"
+
+# The tags recall injects. Text stored in memory could contain them (a poisoned memory, or a user who
+# pasted a prompt); escaped, it cannot close our block early and smuggle instructions after it.
+_OWN_TAGS = ("relevant-memories", "user-persona", "scene-navigation", "relevant-scenes", "memory-tools-guide")
+_OWN_TAG_RE = re.compile(r"<(/?)(" + "|".join(_OWN_TAGS) + r")\b", re.IGNORECASE)
+
+_GUIDE = {
+    "en": (
+        "<memory-tools-guide>\n"
+        "## Memory tools\n\n"
+        "When the memories injected above are not enough to answer, you can look further:\n\n"
+        "- **tdai_memory_search**: search structured memories (L1): preferences, past events, rules.\n"
+        "- **tdai_conversation_search**: search the raw conversation (L0): exact wording, timelines, "
+        "details; also to verify a memory.\n"
+        f"- **{READ_TOOL}**: read a scene file in full, by the path listed under Scene Navigation "
+        "(e.g. scene_blocks/x.md), or persona.md.\n\n"
+        "### ⚠️ Call limit\n"
+        "tdai_memory_search and tdai_conversation_search together: **at most 3 calls per turn**.\n"
+        "- If a search finds nothing, retry with other keywords or the other tool, within the 3 calls.\n"
+        "- If 3 searches find nothing, the information is not in memory: answer from what you have.\n"
+        "</memory-tools-guide>"
+    ),
+    "zh": (
+        "<memory-tools-guide>\n"
+        "## 记忆工具\n\n"
+        "上方注入的记忆不足以回答时，可以调用以下工具继续查找：\n\n"
+        "- **tdai_memory_search**：搜索结构化记忆（L1）：偏好、历史事件、规则。\n"
+        "- **tdai_conversation_search**：搜索原始对话（L0）：原话、时间线、细节，也可用来核实记忆。\n"
+        f"- **{READ_TOOL}**：按 Scene Navigation 中的路径（如 scene_blocks/x.md）读取场景全文，或读取 persona.md。\n\n"
+        "### ⚠️ 调用次数限制\n"
+        "每轮 tdai_memory_search 与 tdai_conversation_search **合计最多 3 次**。\n"
+        "- 没搜到时可换关键词或换工具重试，但总数不超过 3 次。\n"
+        "- 3 次仍无结果，说明记忆中没有该信息，请直接根据已有信息回答。\n"
+        "</memory-tools-guide>"
+    ),
+}
+_SCENE_HEADER = {
+    "en": f"*Scene memory index; read a scene in full with {READ_TOOL}.*",
+    "zh": f"*以下是场景记忆索引，可使用 {READ_TOOL} 读取详细内容。*",
+}
+
+
+def tools_guide(language: Language = "en") -> str:
+    """The `<memory-tools-guide>` block, with the ≤ 3 searches per turn rule."""
+    return _GUIDE[language]
+
+
+def escape_own_tags(text: str) -> str:
+    """Neutralise our injection tags inside stored text (`<user-persona>` → `&lt;user-persona>`)."""
+    return _OWN_TAG_RE.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
+
+
+def clip(text: str, limit: int) -> str:
+    """At most `limit` characters, ending with an ellipsis when something was cut."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - len(TRUNCATED))].rstrip() + TRUNCATED
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def format_memories(items: Sequence[Mapping[str, Any]], *, max_items: int, max_item_chars: int, max_chars: int) -> str:
+    """The `<relevant-memories>` block with `[type]` tags, within the item and character budgets; "" if empty."""
+    head, tail = "<relevant-memories>\n", "\n</relevant-memories>"
+    lines: list[str] = []
+    used = len(head) + len(tail)
+    for item in items[:max_items]:
+        content = _one_line(str(item.get("content") or ""))
+        if not content:
+            continue
+        kind = str(item.get("type") or "").strip()
+        line = f"- [{kind}] " if kind else "- "
+        line += escape_own_tags(clip(content, max_item_chars))
+        if used + len(line) + 1 > max_chars:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    if not lines:
+        return ""
+    return head + "\n" + "\n".join(lines) + "\n" + tail
+
+
+def scene_paths(entries: Iterable[Mapping[str, Any]], max_scenes: int) -> list[str]:
+    """Distinct scene file paths in a stable (sorted) order, at most `max_scenes`; directory entries are skipped."""
+    paths = {
+        str(e["path"])
+        for e in entries
+        if isinstance(e, Mapping) and isinstance(e.get("path"), str) and e["path"] and not e["path"].endswith("/")
+    }
+    return sorted(paths)[:max_scenes]
+
+
+# The gateway appends its own Scene Navigation to the persona it returns (heat, dates, summaries: it changes
+# whenever a scene is touched). The kit lists scene paths itself, sorted, so the tail stays cacheable.
+_SERVER_NAVIGATION = re.compile(r"\n-{3,}\s*\n#+[^\n]*Scene Navigation.*\Z", re.DOTALL | re.IGNORECASE)
+_NAVIGATION_TAG = re.compile(r"<scene-navigation>.*?</scene-navigation>", re.DOTALL)
+_NAVIGATION_PATH = re.compile(r"^#+\s*Path:\s*(\S+)\s*$", re.MULTILINE)
+
+
+def split_navigation(persona: str) -> tuple[str, list[str]]:
+    """The persona without a Scene Navigation section, and the scene paths that section listed."""
+    sections = [m.group(0) for m in _SERVER_NAVIGATION.finditer(persona)] + _NAVIGATION_TAG.findall(persona)
+    paths = {path for section in sections for path in _NAVIGATION_PATH.findall(section)}
+    body = _SERVER_NAVIGATION.sub("", _NAVIGATION_TAG.sub("", persona)).strip()
+    return body, sorted(paths)
+
+
+def format_system(persona: str | None, scenes: Sequence[str], *, language: Language, max_persona_chars: int) -> str:
+    """Persona, Scene Navigation (paths only, listed once) and the tools guide.
+
+    `persona` is expected without a navigation section (see `split_navigation`); if one is still in it,
+    ours is not added, as in the original plugin.
+    """
+    parts: list[str] = []
+    if persona and persona.strip():
+        parts.append(
+            "<user-persona>\n" + escape_own_tags(clip(persona.strip(), max_persona_chars)) + "\n</user-persona>"
+        )
+    if scenes and not (persona and "Scene Navigation" in persona):
+        lines = ["## 🗺️ Scene Navigation", _SCENE_HEADER[language], ""]
+        lines += [f"- `{path}`" for path in scenes]
+        parts.append("\n".join(lines))
+    parts.append(tools_guide(language))
+    return "\n\n".join(parts)
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap token estimate for budgets: one per CJK character, one per four other characters."""
+    cjk = sum(
+        1 for ch in text if "\u2e80" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af" or "\uf900" <= ch <= "\ufaff"
+    )
+    return cjk + (len(text) - cjk + 3) // 4

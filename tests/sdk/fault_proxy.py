@@ -1,0 +1,123 @@
+"""A real HTTP reverse proxy in front of a real `memhub serve`, which can make the gateway misbehave.
+
+The gateway itself is never mocked: in `pass` mode the proxy forwards every request and response byte
+for byte. The other modes model what an agent meets in production between it and the gateway: a slow
+gateway, 5xx errors, a body that is not JSON, and a response lost after the gateway did the work
+(`lose_response`, the case idempotent retries exist for).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Literal
+
+import httpx
+
+Mode = Literal["pass", "slow", "error", "malformed", "lose_response", "refuse"]
+_HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding"}
+
+
+class FaultProxy:
+    """Forwards to `upstream`; `mode` (settable at any time) decides what the client gets back."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.mode: Mode = "pass"
+        self.delay = 0.0  # seconds, for "slow"
+        self.only_paths: tuple[str, ...] = ()  # faults apply only to these paths when set
+        self.seen: list[str] = []
+        self._http = httpx.Client(timeout=30)
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                proxy.handle(self)
+
+            do_GET = do_POST
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def _faulty(self, path: str) -> bool:
+        return self.mode != "pass" and (not self.only_paths or path in self.only_paths)
+
+    def handle(self, h: BaseHTTPRequestHandler) -> None:
+        """Serve one request according to the current mode."""
+        length = int(h.headers.get("content-length") or 0)
+        body = h.rfile.read(length) if length else b""
+        self.seen.append(h.path)
+        faulty = self._faulty(h.path)
+        mode = self.mode if faulty else "pass"
+        if mode == "refuse":
+            h.close_connection = True
+            h.connection.close()
+            return
+        if mode == "slow":
+            time.sleep(self.delay)
+        if mode == "error":
+            self._reply(h, 503, b'{"code":503,"message":"upstream overloaded","request_id":"req-fault"}')
+            return
+        if mode == "malformed":
+            self._reply(h, 200, b"<html>gateway says hello</html>", content_type="text/html")
+            return
+        headers = {k: v for k, v in h.headers.items() if k.lower() not in _HOP_HEADERS and k.lower() != "host"}
+        try:
+            upstream = self._http.request(h.command, self.upstream + h.path, content=body, headers=headers)
+        except (httpx.HTTPError, RuntimeError):  # upstream gone, or the proxy closed while this request slept
+            h.close_connection = True
+            h.connection.close()
+            return
+        if mode == "lose_response":
+            # The gateway did the work; the client never hears about it.
+            h.close_connection = True
+            h.connection.close()
+            return
+        out_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _HOP_HEADERS}
+        self._reply(h, upstream.status_code, upstream.content, headers=out_headers)
+
+    @staticmethod
+    def _reply(
+        h: BaseHTTPRequestHandler,
+        status: int,
+        payload: bytes,
+        *,
+        content_type: str = "application/json",
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        h.send_response(status)
+        sent = {k.lower() for k in (headers or {})}
+        for key, value in (headers or {}).items():
+            h.send_header(key, value)
+        if "content-type" not in sent:
+            h.send_header("content-type", content_type)
+        h.send_header("content-length", str(len(payload)))
+        h.end_headers()
+        h.wfile.write(payload)
+
+    def close(self) -> None:
+        """Stop serving."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._http.close()
+
+
+@contextmanager
+def fault_proxy(upstream: str) -> Iterator[FaultProxy]:
+    """A proxy for the duration of a test."""
+    proxy = FaultProxy(upstream)
+    try:
+        yield proxy
+    finally:
+        proxy.close()

@@ -1,0 +1,384 @@
+"""The integration kit against a real `memhub serve`: recall, capture, tools, and every way the gateway fails.
+
+Faults are made by a real reverse proxy (fault_proxy.py) between the kit and the real gateway, or by
+stopping the gateway process; nothing here is mocked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memhub.sdk.agent import AgentConfig, MemoryAgent
+from tests.e2e.conftest import GATEWAY_KEY, SERVICE, Api, Launcher, Server, free_port, launcher  # noqa: F401
+from tests.sdk.fault_proxy import FaultProxy, fault_proxy
+
+SCOPE = {"team_id": "team-kit", "agent_id": "agent-kit", "user_id": "user-kit"}
+FAST = AgentConfig(
+    recall_deadline=0.3,
+    capture_backoff=0.05,
+    capture_backoff_max=0.2,
+    breaker_threshold=3,
+    breaker_cooldown=0.3,
+    tool_timeout=2.0,
+)
+
+
+def connect(url: str, session: str = "s-1", config: AgentConfig = FAST) -> MemoryAgent:
+    return MemoryAgent.connect(url, GATEWAY_KEY, SERVICE, **SCOPE, session_id=session, config=config)
+
+
+@pytest.fixture
+def gateway(launcher: Launcher, tmp_path: Path) -> Server:  # noqa: F811 - the launcher fixture
+    return launcher.serve(tmp_path / "data")
+
+
+@pytest.fixture
+def api(gateway: Server) -> Iterator[Api]:
+    with gateway.api() as a:
+        yield a
+
+
+@pytest.fixture
+def proxy(gateway: Server) -> Iterator[FaultProxy]:
+    with fault_proxy(gateway.url) as p:
+        yield p
+
+
+def seed(api: Api) -> None:
+    """Three memories, a persona and two scenes in the kit's scope."""
+    for kind, content in [
+        ("persona", "Ada drinks flat white coffee every morning"),
+        ("episodic", "Ada moved to Berlin in March 2026"),
+        ("instruction", "Always answer Ada in British English"),
+    ]:
+        api.ok("/v3/atomic/add", {**SCOPE, "type": kind, "content": content})
+    api.ok("/v3/core/write", {**SCOPE, "content": "Ada is a backend engineer who loves coffee."})
+    for path in ("scene_blocks/work.md", "scene_blocks/coffee.md"):
+        api.ok("/v3/scenario/create", {**SCOPE, "path": path, "content": f"# {path}\nDetails of {path}."})
+
+
+def stored_messages(api: Api, session: str = "s-1") -> list[dict]:
+    return api.ok("/v3/conversation/query", {**SCOPE, "session_id": session, "limit": 100})["messages"]
+
+
+# ---------------------------------------------------------------------------- recall
+
+
+def test_recall_builds_both_blocks(api: Api, gateway: Server) -> None:
+    seed(api)
+    with connect(gateway.url) as agent:
+        r = agent.recall("what coffee does Ada drink", messages=[])
+    assert r.degraded == ()
+    assert r.prepend.startswith("<relevant-memories>\n\n- [persona] Ada drinks flat white coffee every morning")
+    assert r.prepend.endswith("\n\n</relevant-memories>")
+    assert r.persona == "Ada is a backend engineer who loves coffee."
+    assert r.scenes == ("scene_blocks/coffee.md", "scene_blocks/work.md")
+    assert r.append_system.startswith("<user-persona>\nAda is a backend engineer who loves coffee.\n</user-persona>")
+    assert "- `scene_blocks/coffee.md`\n- `scene_blocks/work.md`" in r.append_system
+    assert r.append_system.endswith("</memory-tools-guide>")
+    assert "Details of" not in r.append_system  # paths only, never scene bodies
+    assert r.tokens > 0 and r.elapsed_ms < 300
+    assert r.system_prompt("You help.") == "You help.\n\n" + r.append_system
+    assert r.user_message("hi") == r.prepend + "\n\nhi"
+
+
+def test_recall_is_stable_across_turns_and_caps_items(api: Api, gateway: Server) -> None:
+    seed(api)
+    for i in range(8):
+        api.ok("/v3/atomic/add", {**SCOPE, "type": "work_fact", "content": f"coffee fact {i} about Ada"})
+    with connect(gateway.url) as agent:
+        first = agent.recall("coffee")
+        second = agent.recall("Berlin move")
+    assert first.prepend.count("\n- ") == 5
+    assert first.append_system == second.append_system  # the cacheable tail does not move between turns
+    assert first.prepend != second.prepend
+
+
+def test_recall_sanitizes_a_polluted_query(api: Api, gateway: Server, proxy: FaultProxy) -> None:
+    seed(api)
+    with connect(proxy.url) as agent:
+        r = agent.recall("<relevant-memories>\n- [event] Berlin\n</relevant-memories>\nwhat coffee?")
+    assert "flat white" in r.prepend
+
+
+# ---------------------------------------------------------------------------- degradation
+
+
+def test_gateway_down_nothing_raises(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    with connect(url) as agent:
+        started = time.monotonic()
+        r = agent.recall("anything", messages=[])
+        took = time.monotonic() - started
+        assert took < FAST.recall_deadline + 0.5
+        assert set(r.degraded) == {"memories", "persona", "scenes"}
+        assert r.prepend == "" and r.append_system.startswith("<memory-tools-guide>")
+        answer = agent.dispatch("tdai_memory_search", {"query": "coffee"})
+        assert answer.startswith("memory unavailable: ")
+        assert agent.capture([{"role": "user", "content": "remember me"}]) == 1
+        assert agent.flush(0.5) is False
+        assert agent.stats["capture"]["pending"] == 1
+        assert agent.stats["breaker"]["state"] in ("open", "half_open")
+        agent.close(flush_timeout=0)
+
+
+def test_slow_gateway_recall_keeps_its_deadline(api: Api, proxy: FaultProxy) -> None:
+    seed(api)
+    with connect(proxy.url) as agent:
+        warm = agent.recall("coffee")
+        assert warm.degraded == ()
+        proxy.mode, proxy.delay, proxy.only_paths = "slow", 1.5, ("/v3/atomic/search",)
+        started = time.monotonic()
+        r = agent.recall("coffee")
+        took = time.monotonic() - started
+        assert r.degraded == ("memories",)
+        assert took < FAST.recall_deadline + 0.25
+        # the other paths were on time: persona and scenes are there
+        assert r.persona == warm.persona and r.scenes == warm.scenes
+        # a slow gateway is busy, not down: the breaker stays closed
+        for _ in range(4):
+            agent.recall("coffee")
+        assert agent.stats["breaker"]["state"] == "closed"
+
+
+def test_late_stable_parts_fall_back_to_the_last_known(api: Api, proxy: FaultProxy) -> None:
+    seed(api)
+    with connect(proxy.url) as agent:
+        warm = agent.recall("coffee")
+        proxy.mode, proxy.delay, proxy.only_paths = "slow", 1.0, ("/v3/core/read", "/v3/scenario/ls")
+        r = agent.recall("coffee")
+    assert set(r.degraded) == {"persona", "scenes"}
+    assert r.append_system == warm.append_system
+    assert "flat white" in r.prepend
+
+
+def test_gateway_errors_become_strings_and_open_the_breaker(api: Api, proxy: FaultProxy) -> None:
+    seed(api)
+    with connect(proxy.url) as agent:
+        proxy.mode = "error"
+        first = agent.dispatch("tdai_memory_search", {"query": "coffee"})
+        assert first.startswith("memory unavailable: ") and "503" in first
+        for _ in range(2):  # reads do not count towards the per-turn search cap
+            agent.dispatch("tdai_read_file", {"path": "persona.md"})
+        assert agent.stats["breaker"]["state"] == "open"
+        seen = len(proxy.seen)
+        short = agent.dispatch("tdai_read_file", {"path": "persona.md"})
+        assert "gateway marked down" in short
+        assert len(proxy.seen) == seen  # an open breaker sends nothing
+        proxy.mode = "pass"
+        time.sleep(FAST.breaker_cooldown + 0.05)
+        agent.recall("a new turn")
+        healed = agent.dispatch("tdai_memory_search", {"query": "coffee"})
+        assert healed.startswith("Found "), healed
+        assert agent.stats["breaker"]["state"] == "closed"
+
+
+def test_malformed_json_degrades(api: Api, proxy: FaultProxy) -> None:
+    seed(api)
+    with connect(proxy.url) as agent:
+        proxy.mode = "malformed"
+        r = agent.recall("coffee")
+        assert set(r.degraded) == {"memories", "persona", "scenes"}
+        answer = agent.dispatch("tdai_read_file", {"path": "persona.md"})
+        assert answer.startswith("memory unavailable: ")
+
+
+# ---------------------------------------------------------------------------- capture
+
+
+def turn(user: str, assistant: str) -> list[dict]:
+    return [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
+
+
+def test_capture_restores_original_text_and_sanitizes(api: Api, gateway: Server) -> None:
+    seed(api)
+    history = turn("earlier question", "earlier answer")
+    with connect(gateway.url) as agent:
+        r = agent.recall("which coffee do I like?", messages=history)
+        messages = [
+            *history,
+            {"role": "system", "content": "be nice"},
+            {"role": "user", "content": r.user_message("which coffee do I like?")},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "A flat white.\n```python\nprint('noise')\n```\nEnjoy!"},
+                ],
+            },
+        ]
+        assert agent.capture(messages) == 2
+        assert agent.flush(10)
+    stored = stored_messages(api)
+    assert [(m["role"], m["content"]) for m in stored] == [
+        ("user", "which coffee do I like?"),
+        ("assistant", "A flat white.\n\nEnjoy!"),
+    ]
+
+
+def test_capture_while_down_lands_after_recovery_exactly_once(api: Api, proxy: FaultProxy) -> None:
+    with connect(proxy.url) as agent:
+        proxy.mode = "refuse"
+        assert agent.capture(turn("my cat is called Miso", "Nice name!"), since=0) == 2
+        assert agent.capture(turn("I live in Lyon", "Noted."), since=0) == 2
+        assert agent.flush(0.8) is False
+        proxy.mode = "pass"
+        assert agent.flush(15)
+        stats = agent.stats["capture"]
+    # the two queued turns went out together once the gateway was back
+    assert stats["messages_sent"] == 4 and stats["dropped"] == 0 and stats["retries"] >= 1
+    assert [m["content"] for m in stored_messages(api)] == [
+        "my cat is called Miso",
+        "Nice name!",
+        "I live in Lyon",
+        "Noted.",
+    ]
+
+
+def test_lost_response_retry_is_idempotent(api: Api, proxy: FaultProxy) -> None:
+    with connect(proxy.url) as agent:
+        proxy.mode, proxy.only_paths = "lose_response", ("/v3/conversation/add",)
+        agent.capture(turn("the launch is on Friday", "I'll remember."), since=0)
+        deadline = time.monotonic() + 5
+        while proxy.seen.count("/v3/conversation/add") < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proxy.mode = "pass"
+        assert agent.flush(15)
+        assert agent.stats["capture"]["retries"] >= 1
+    assert proxy.seen.count("/v3/conversation/add") >= 2
+    assert [m["content"] for m in stored_messages(api)] == ["the launch is on Friday", "I'll remember."]
+
+
+def test_huge_message_is_truncated_not_rejected(api: Api, gateway: Server) -> None:
+    with connect(gateway.url) as agent:
+        assert agent.capture(turn("z" * 50_000, "ok"), since=0) == 2
+        assert agent.flush(10)
+        assert agent.stats["capture"]["rejected"] == 0
+    stored = stored_messages(api)
+    assert len(stored) == 2
+    assert len(stored[0]["content"]) == 8192 and stored[0]["content"].startswith("zzzz")
+
+
+def test_many_messages_are_split_into_batches(api: Api, gateway: Server) -> None:
+    messages = [m for i in range(130) for m in turn(f"question {i}", f"answer {i}")]
+    with connect(gateway.url) as agent:
+        assert agent.capture(messages, since=0) == 260
+        assert agent.flush(20)
+    total = api.ok("/v3/conversation/count", {**SCOPE, "session_id": "s-1"})["total"]
+    assert total == 260
+
+
+def test_full_queue_drops_and_counts(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    config = AgentConfig(capture_queue_size=2, breaker_cooldown=30, breaker_threshold=1)
+    with connect(url, config=config) as agent:
+        queued = [agent.capture(turn(f"q{i}", f"a{i}"), since=0) for i in range(5)]
+        # one batch may already be in flight (taken off the queue), so 3 or 4 get a place
+        assert queued.count(2) in (2, 3) and queued.count(0) == 5 - queued.count(2)
+        assert agent.stats["capture"]["dropped"] == queued.count(0)
+        agent.close(flush_timeout=0)
+
+
+def test_no_session_no_capture(gateway: Server) -> None:
+    agent = MemoryAgent.connect(gateway.url, GATEWAY_KEY, SERVICE, **SCOPE, session_id="s-x", config=FAST)
+    agent.session_id = None
+    with agent:
+        assert agent.capture(turn("a", "b"), since=0) == 0
+
+
+# ---------------------------------------------------------------------------- tools
+
+
+def test_tools_answer_from_the_real_gateway(api: Api, gateway: Server) -> None:
+    seed(api)
+    with connect(gateway.url) as agent:
+        agent.capture(turn("I booked the Lisbon flight for May", "Great, noted."), since=0)
+        assert agent.flush(10)
+        agent.recall("turn start")
+        found = agent.dispatch("tdai_memory_search", '{"query": "coffee", "limit": 2}')
+        assert found.startswith("Found ") and "**[persona]**" in found and "flat white" in found
+        conv = agent.dispatch("tdai_conversation_search", {"query": "Lisbon flight"})
+        assert "**[user]**" in conv and "Lisbon" in conv
+        persona = agent.dispatch("tdai_read_file", {"path": "persona.md"})
+        assert persona.startswith("Ada is a backend engineer who loves coffee.")
+        assert "### Path: scene_blocks/work.md" in persona  # the file as the gateway serves it
+        scene = agent.dispatch("tdai_read_cos", {"path": "scene_blocks/work.md"})
+        assert "# scene_blocks/work.md\nDetails of scene_blocks/work.md." in scene  # the file, META block included
+        assert agent.dispatch("tdai_read_file", {"path": "scene_blocks/none.md"}).startswith("File not found")
+        assert agent.dispatch("tdai_read_file", {"path": "../x"}).startswith(
+            "invalid arguments for tdai_read_file: path"
+        )
+        assert agent.dispatch("tdai_memory_search", {}).startswith("invalid arguments for tdai_memory_search: query")
+        assert agent.dispatch("tdai_memory_search", "{oops").startswith("invalid arguments")
+        assert agent.dispatch("launch_missiles", {}).startswith("unknown tool: launch_missiles")
+        # two searches were made this turn; the third is allowed, the fourth is refused
+        assert agent.dispatch("tdai_memory_search", {"query": "Berlin"}).startswith("Found ")
+        assert agent.dispatch("tdai_memory_search", {"query": "Berlin"}).startswith("Search limit reached")
+        agent.recall("next turn")  # a new turn resets the count
+        assert agent.dispatch("tdai_memory_search", {"query": "Berlin"}).startswith("Found ")
+
+
+def test_tool_definitions_formats(gateway: Server) -> None:
+    with connect(gateway.url) as agent:
+        openai = agent.tool_definitions("openai")
+        anthropic = agent.tool_definitions("anthropic")
+    assert [t["function"]["name"] for t in openai] == [
+        "tdai_memory_search",
+        "tdai_conversation_search",
+        "tdai_read_file",
+    ]
+    assert [t["name"] for t in anthropic] == [t["function"]["name"] for t in openai]
+    assert all("input_schema" in t for t in anthropic)
+
+
+def test_async_api(api: Api, gateway: Server) -> None:
+    seed(api)
+
+    async def main() -> tuple[str, str, int, bool]:
+        agent = connect(gateway.url)
+        try:
+            r, text = await asyncio.gather(
+                agent.arecall("coffee"), agent.adispatch("tdai_memory_search", {"query": "Berlin"})
+            )
+            queued = await agent.acapture(turn("async hello", "async hi"), since=0)
+            flushed = await agent.aflush(10)
+            return r.prepend, text, queued, flushed
+        finally:
+            agent.close()
+
+    prepend, text, queued, flushed = asyncio.run(main())
+    assert "flat white" in prepend and "Berlin" in text and queued == 2 and flushed
+    assert [m["content"] for m in stored_messages(api)] == ["async hello", "async hi"]
+
+
+# ---------------------------------------------------------------------------- the composer as a recall path
+
+
+def test_recall_with_the_runtime_context_composer(api: Api, gateway: Server) -> None:
+    seed(api)
+    config = AgentConfig(compose_context=True, recall_deadline=2.0)
+    with connect(gateway.url, config=config) as agent:
+        agent.capture(turn("the quarterly report is due on the 14th", "Noted, the 14th."), since=0)
+        assert agent.flush(10)
+        r = agent.recall("when is the quarterly report due?")
+    assert r.degraded == ()
+    assert r.context is not None and r.context["mode"] == "workspace_agent"
+    assert "【Recent conversation memory excerpt】" in r.knowledge
+    assert "the quarterly report is due on the 14th" in r.knowledge
+    system = r.system_prompt("BASE")
+    # runtime material sits between the base prompt and the stable memory tail
+    assert system.index("BASE") < system.index("【Recent conversation") < system.index("<memory-tools-guide>")
+
+
+def test_composer_late_degrades_only_itself(api: Api, proxy: FaultProxy) -> None:
+    seed(api)
+    with connect(proxy.url, config=AgentConfig(compose_context=True, recall_deadline=0.3)) as agent:
+        proxy.mode, proxy.delay, proxy.only_paths = "slow", 1.0, ("/v3/context/compose",)
+        r = agent.recall("coffee")
+    assert r.degraded == ("context",)
+    assert r.knowledge == "" and r.context is None
+    assert "flat white" in r.prepend
