@@ -436,6 +436,11 @@ class MemoryAgent:
             return await self._run_tool(name, args, session_id)
         except tools.ToolArgumentError as exc:
             return f"invalid arguments for {name}: {exc}"
+        except TDAMError as exc:
+            if exc.code == 400:  # the gateway checked the arguments (knowledge tools): the model can fix them
+                return f"invalid arguments for {name}: {exc.message}"
+            self._log.info("memhub tool %s failed: %s", name, exc)
+            return UNAVAILABLE + _reason(exc)
         except Exception as exc:
             self._log.info("memhub tool %s failed: %s", name, exc)
             return UNAVAILABLE + _reason(exc)
