@@ -6,7 +6,8 @@ import os
 import shutil
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memhub.knowledge.codegraph.indexer import _FACTS, discover, index_tree
@@ -206,6 +207,8 @@ def _apply_to_any(root: Path, edit: tuple[str, int], step: int) -> None:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(project=st.sampled_from(_PROJECTS), edits=_FILE_EDITS)
+# Found by the search, kept so every run checks it: deletes src/lib/index.ts, which service.ts imports as `./lib`.
+@example(project="tsproj", edits=[("delete", 1)])
 def test_incremental_index_equals_a_clean_rebuild_in_every_language(
     tmp_path_factory: object, project: str, edits: list[tuple[str, int]]
 ) -> None:
@@ -224,6 +227,31 @@ def test_incremental_index_equals_a_clean_rebuild_in_every_language(
     clean = base / "clean.db"
     index_tree(root, clean)
     assert _snapshot(previous) == _snapshot(clean)
+
+
+def _every_source_file() -> list[tuple[str, str]]:
+    """(project, file) for each source file of each fixture project, as the indexer finds them."""
+    return [(project, rel) for project in ("pyproj", *_PROJECTS) for rel, _ in discover(PROJECT.parent / project)[0]]
+
+
+@pytest.mark.parametrize("action", ["delete", "empty"])
+@pytest.mark.parametrize(("project", "rel"), _every_source_file())
+def test_the_dependents_of_any_deleted_or_emptied_file_are_resolved_again(
+    tmp_path: Path, project: str, rel: str, action: str
+) -> None:
+    """Each file in turn, every language: the random search samples a few, this walks them all. An importer
+    may name the file by another spelling than its module (`./lib` for src/lib/index.ts, a Go import path
+    for its package folder); its edges into the file must still be redone, not kept from the last build."""
+    root = tmp_path / "repo"
+    shutil.copytree(PROJECT.parent / project, root)
+    index_tree(root, tmp_path / "g0.db")
+    if action == "delete":
+        (root / rel).unlink()
+    else:
+        (root / rel).write_text("\n")
+    index_tree(root, tmp_path / "g1.db", tmp_path / "g0.db")
+    index_tree(root, tmp_path / "clean.db")
+    assert _snapshot(tmp_path / "g1.db") == _snapshot(tmp_path / "clean.db")
 
 
 def test_javascript_and_typescript_trees_are_indexed(tmp_path: Path) -> None:

@@ -327,15 +327,13 @@ class _Resolver:
         """The module an import names: JS/TS `./lib` is `lib/index.ts` when no `lib.ts` exists, and a module
         with only type declarations is its `.d.ts`. Decided here, not by the parser, so a file's facts do not
         depend on which other files exist (an unchanged importer stays right when `lib.ts` becomes a folder)."""
-        if module in self.graph.symbols or "/" not in module:
-            return module  # Python modules are dotted: never a folder or a declaration file
-        for candidate in (f"{module}/index", f"{module}.d", f"{module}/index.d"):
+        if module in self.graph.symbols:
+            return module  # the common case, answered before spelling out the alternatives
+        for candidate in _spellings(module):
             if candidate in self.graph.symbols:
                 return candidate
         if self.suffix_modules:
-            parts = module.split("/")
-            for start in range(1, len(parts)):  # the longest suffix first: `app/pkg/store`, then `pkg/store`
-                suffix = "/".join(parts[start:])
+            for suffix in _path_suffixes(module):
                 if suffix in self.suffix_modules:
                     return suffix
         return module
@@ -713,11 +711,33 @@ def resolve(files: Iterable[FileFacts]) -> Graph:
     return _Resolver(files).run()
 
 
+def _spellings(module: str) -> tuple[str, ...]:
+    """The modules an import of `module` names, in the order `module_named` tries them: JS/TS `./lib` is
+    `lib.ts`, else `lib/index.ts`, else a declaration file. Python modules are dotted: only themselves."""
+    if "/" not in module:
+        return (module,)
+    return (module, f"{module}/index", f"{module}.d", f"{module}/index.d")
+
+
+def _path_suffixes(module: str) -> list[str]:
+    """A Go import path's repository directories, the longest first: `app/pkg/store`, then `pkg/store`."""
+    parts = module.split("/")
+    return ["/".join(parts[start:]) for start in range(1, len(parts))]
+
+
+def _may_import(module: str, modules: set[str]) -> bool:
+    """Whether an import of `module` can name one of `modules`, whichever files exist. Which spelling wins
+    depends on the files present (deleting `lib/index.ts` turns `./lib` into an outside module), so every
+    spelling counts: comparing the written name alone misses the importers of a folder's index or a Go
+    package, and their stale edges to the changed module would survive an incremental index."""
+    return any(m in modules for m in _spellings(module)) or any(s in modules for s in _path_suffixes(module))
+
+
 def _mentions(facts: FileFacts, names: set[str], modules: set[str]) -> bool:
     """Whether a file refers to any of these names (in a call, an import or a base class) or modules."""
     if any(names.intersection(ref.target.split(".")) for ref in facts.references):
         return True
-    if any(imp.module in modules or imp.name in names for imp in facts.imports):
+    if any(imp.name in names or _may_import(imp.module, modules) for imp in facts.imports):
         return True
     for symbol in facts.symbols:
         # A method whose type is defined in another file (Go, Rust) is contained by it.
