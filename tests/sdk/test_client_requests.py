@@ -234,6 +234,22 @@ SHAPES: list[tuple[str, tuple[Any, ...], dict[str, Any], str, dict[str, Any]]] =
         "/v3/atomic/query",
         {**BOUND, "session_id": "s-bound", "type": "persona", "limit": 3, "offset": 6},
     ),
+    ("compose_context", ("tea?",), {}, "/v3/context/compose", {**BOUND, "session_id": "s-bound", "query": "tea?"}),
+    (
+        "compose_context",
+        ("tea?",),
+        {"session_id": "s-2", "help_mode": False, "paths": ["a.py"], "caps": {"total": 5000}, "language": "zh"},
+        "/v3/context/compose",
+        {
+            **BOUND,
+            "session_id": "s-2",
+            "query": "tea?",
+            "help_mode": False,
+            "paths": ["a.py"],
+            "caps": {"total": 5000},
+            "language": "zh",
+        },
+    ),
     (
         "search_atomic",
         ("tea",),

@@ -13,7 +13,7 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import httpx
 
@@ -169,6 +169,44 @@ class AsyncHttp:
     async def close(self) -> None:
         """Close the connection pool."""
         await self._client.aclose()
+
+
+class SyncClient:
+    """What every synchronous client shares: sending through its `SyncHttp`, closing, `with`."""
+
+    _http: SyncHttp
+
+    def _send(self, request: Request) -> JsonObject:
+        return self._http.send(request)
+
+    def close(self) -> None:
+        """Close the connection (shared with every `with_isolation` clone)."""
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncClient:
+    """What every asynchronous client shares: sending through its `AsyncHttp`, closing, `async with`."""
+
+    _http: AsyncHttp
+
+    def _send(self, request: Request) -> Awaitable[JsonObject]:
+        return self._http.send(request)
+
+    async def close(self) -> None:
+        """Close the connection (shared with every `with_isolation` clone)."""
+        await self._http.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
 
 def coroutine_calls(*bases: type) -> Callable[[ClassT], ClassT]:

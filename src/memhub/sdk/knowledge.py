@@ -9,12 +9,23 @@ recipes carry, for attribution in the gateway's logs.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Mapping
-from typing import Any, Generic, Literal, Self
+from typing import Any, Generic, Literal
 
 import httpx
 
 from memhub.sdk._errors import ParamError
-from memhub.sdk._http import AsyncHttp, JsonObject, Options, Request, ResultT, SyncHttp, coroutine_calls, options
+from memhub.sdk._http import (
+    AsyncClient,
+    AsyncHttp,
+    JsonObject,
+    Options,
+    Request,
+    ResultT,
+    SyncClient,
+    SyncHttp,
+    coroutine_calls,
+    options,
+)
 from memhub.sdk._isolation import strip_none
 
 
@@ -57,7 +68,7 @@ class _KnowledgeCalls(Generic[ResultT]):
         return self._send(Request("/v3/tools/call", body))
 
 
-class KnowledgeClient(_KnowledgeCalls[JsonObject]):
+class KnowledgeClient(SyncClient, _KnowledgeCalls[JsonObject]):
     """The synchronous knowledge-tools client."""
 
     def __init__(
@@ -78,22 +89,9 @@ class KnowledgeClient(_KnowledgeCalls[JsonObject]):
         opts = _connect(endpoint, api_key, service_id, user_key, telemetry, timeout, verify)
         self._http = SyncHttp(opts, transport)
 
-    def _send(self, request: Request) -> JsonObject:
-        return self._http.send(request)
-
-    def close(self) -> None:
-        """Close the connection."""
-        self._http.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 @coroutine_calls(_KnowledgeCalls)
-class AsyncKnowledgeClient(_KnowledgeCalls[Awaitable[JsonObject]]):
+class AsyncKnowledgeClient(AsyncClient, _KnowledgeCalls[Awaitable[JsonObject]]):
     """The asynchronous knowledge-tools client: `KnowledgeClient`'s methods as coroutines."""
 
     def __init__(
@@ -113,16 +111,3 @@ class AsyncKnowledgeClient(_KnowledgeCalls[Awaitable[JsonObject]]):
         telemetry = _telemetry(team_id, agent_id, user_id)
         opts = _connect(endpoint, api_key, service_id, user_key, telemetry, timeout, verify)
         self._http = AsyncHttp(opts, transport)
-
-    def _send(self, request: Request) -> Awaitable[JsonObject]:
-        return self._http.send(request)
-
-    async def close(self) -> None:
-        """Close the connection."""
-        await self._http.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()

@@ -15,7 +15,18 @@ from typing import Any, Generic, Literal, Self
 import httpx
 
 from memhub.sdk._errors import ParamError
-from memhub.sdk._http import AsyncHttp, JsonObject, Options, Request, ResultT, SyncHttp, coroutine_calls, options
+from memhub.sdk._http import (
+    AsyncClient,
+    AsyncHttp,
+    JsonObject,
+    Options,
+    Request,
+    ResultT,
+    SyncClient,
+    SyncHttp,
+    coroutine_calls,
+    options,
+)
 from memhub.sdk._isolation import UNSET, Isolation, Unset, delete_ids, strip_none
 
 AtomicMemoryType = Literal[
@@ -353,7 +364,7 @@ class _MemoryCalls(Generic[ResultT]):
         return self._send(Request("/v3/chat-memory/clear", {"memory_ids": unique}))
 
 
-class MemoryClient(_Isolated, _MemoryCalls[JsonObject]):
+class MemoryClient(SyncClient, _Isolated, _MemoryCalls[JsonObject]):
     """The synchronous v3 data-plane client; team, agent and user are required."""
 
     def __init__(
@@ -376,22 +387,9 @@ class MemoryClient(_Isolated, _MemoryCalls[JsonObject]):
         self._iso, opts = _connect(endpoint, api_key, service_id, iso, user_key, timeout, verify)
         self._http = SyncHttp(opts, transport)
 
-    def _send(self, request: Request) -> JsonObject:
-        return self._http.send(request)
-
-    def close(self) -> None:
-        """Close the connection (shared with every `with_isolation` clone)."""
-        self._http.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 @coroutine_calls(_MemoryCalls)
-class AsyncMemoryClient(_Isolated, _MemoryCalls[Awaitable[JsonObject]]):
+class AsyncMemoryClient(AsyncClient, _Isolated, _MemoryCalls[Awaitable[JsonObject]]):
     """The asynchronous v3 data-plane client: `MemoryClient`'s methods as coroutines."""
 
     def __init__(
@@ -413,16 +411,3 @@ class AsyncMemoryClient(_Isolated, _MemoryCalls[Awaitable[JsonObject]]):
         iso = (team_id, agent_id, user_id, session_id, task_id)
         self._iso, opts = _connect(endpoint, api_key, service_id, iso, user_key, timeout, verify)
         self._http = AsyncHttp(opts, transport)
-
-    def _send(self, request: Request) -> Awaitable[JsonObject]:
-        return self._http.send(request)
-
-    async def close(self) -> None:
-        """Close the connection (shared with every `with_isolation` clone)."""
-        await self._http.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()

@@ -9,12 +9,23 @@ caller is comes from `user_key` (`x-tdai-user-key`), which most management calls
 from __future__ import annotations
 
 from collections.abc import Awaitable, Mapping
-from typing import Any, Generic, Self
+from typing import Any, Generic
 
 import httpx
 
 from memhub.sdk._errors import ParamError
-from memhub.sdk._http import AsyncHttp, JsonObject, Options, Request, ResultT, SyncHttp, coroutine_calls, options
+from memhub.sdk._http import (
+    AsyncClient,
+    AsyncHttp,
+    JsonObject,
+    Options,
+    Request,
+    ResultT,
+    SyncClient,
+    SyncHttp,
+    coroutine_calls,
+    options,
+)
 from memhub.sdk._isolation import strip_none
 
 Payload = Mapping[str, Any]
@@ -330,7 +341,7 @@ class _MetadataCalls(Generic[ResultT]):
         return self._post("/v3/knowledge/list", _body(p))
 
 
-class MetadataClient(_MetadataCalls[JsonObject]):
+class MetadataClient(SyncClient, _MetadataCalls[JsonObject]):
     """The synchronous management-plane client."""
 
     def __init__(
@@ -346,22 +357,9 @@ class MetadataClient(_MetadataCalls[JsonObject]):
     ) -> None:
         self._http = SyncHttp(_connect(endpoint, api_key, service_id, user_key, timeout, verify), transport)
 
-    def _send(self, request: Request) -> JsonObject:
-        return self._http.send(request)
-
-    def close(self) -> None:
-        """Close the connection."""
-        self._http.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 @coroutine_calls(_MetadataCalls)
-class AsyncMetadataClient(_MetadataCalls[Awaitable[JsonObject]]):
+class AsyncMetadataClient(AsyncClient, _MetadataCalls[Awaitable[JsonObject]]):
     """The asynchronous management-plane client: `MetadataClient`'s methods as coroutines."""
 
     def __init__(
@@ -376,16 +374,3 @@ class AsyncMetadataClient(_MetadataCalls[Awaitable[JsonObject]]):
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._http = AsyncHttp(_connect(endpoint, api_key, service_id, user_key, timeout, verify), transport)
-
-    def _send(self, request: Request) -> Awaitable[JsonObject]:
-        return self._http.send(request)
-
-    async def close(self) -> None:
-        """Close the connection."""
-        await self._http.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
