@@ -115,7 +115,7 @@ def test_the_marker_is_read_from_front_matter() -> None:
         ("standard: GB-1", "standard: must be a mapping"),
         ("standard:\n  effective_from: soon", "standard.effective_from: must be a date (YYYY-MM-DD)"),
         ("standard:\n  effective_to: '2020-13-01'", "standard.effective_to: must be a date (YYYY-MM-DD)"),
-        ("standard:\n  effective_to: 2020-13-01", "invalid front matter: month must be in 1..12"),
+        ("standard:\n  effective_to: 2020-13-01", "invalid YAML front matter: month must be in 1..12"),
         ("standard:\n  number: [1, 2]", "standard.number: must be a string"),
         (
             "standard:\n  effective_from: 2024-01-01\n  effective_to: 2023-01-01",

@@ -207,6 +207,14 @@ def test_markdown_front_matter_bom_crlf_and_heading_locators() -> None:
     assert "# not a heading" in source.units[2].text  # fenced code is not split on '#'
 
 
+def test_an_impossible_date_in_front_matter_is_reported_not_raised() -> None:
+    # YAML parses the form of 2020-13-01 as a date and then fails on the value (ValueError, not a YAMLError).
+    source = extract_bytes("d.md", b"---\ntitle: T\nreviewed: 2020-13-01\n---\n# Body\ntext\n")
+    assert source.front_matter == {}
+    assert [u.locator for u in source.units] == ["Body, lines 5-6"]
+    assert len(source.errors) == 1 and source.errors[0].reason.startswith("invalid YAML front matter: month must be")
+
+
 def test_markdown_bad_front_matter_is_reported_and_body_kept() -> None:
     source = extract_bytes("x.md", b"---\ntitle: [unclosed\n---\n# Body\ntext\n")
     assert [u.locator for u in source.units] == ["Body, lines 4-5"]

@@ -100,10 +100,7 @@ def _day(value: Any, key: str) -> date | None:
 
 def read_marker(page: Page) -> tuple[str | None, date | None, date | None, str | None]:
     """(number, effective_from, effective_to, problem) from the page's `standard:` front matter."""
-    try:
-        meta, _, _, problem = split_front_matter(page.text.lstrip("\ufeff").replace("\r\n", "\n"))
-    except ValueError as exc:  # YAML dates out of range (`2020-13-01`) raise ValueError, not a YAML error
-        return None, None, None, f"invalid front matter: {exc}"
+    meta, _, _, problem = split_front_matter(page.text.lstrip("\ufeff").replace("\r\n", "\n"))
     if problem:
         return None, None, None, problem
     marker = meta.get("standard")

@@ -190,9 +190,10 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str, int, str | None]
             body = "\n".join(lines[i + 1 :])
             try:
                 data = yaml.load(raw, Loader=_YAML_LOADER) if raw.strip() else {}
-            except yaml.YAMLError as exc:
+            except (yaml.YAMLError, ValueError) as exc:
                 # Report rather than silently ignore: quietly dropped front matter is the failure
-                # mode users hit with other tools' `paths`/`globs` headers.
+                # mode users hit with other tools' `paths`/`globs` headers. ValueError: YAML's date
+                # constructor accepts the form of `2020-13-01` and then fails on the value.
                 return {}, body, i + 2, f"invalid YAML front matter: {_one_line(str(exc))}"
             if data is None:
                 data = {}
