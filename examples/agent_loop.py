@@ -99,11 +99,8 @@ def run_turn(agent: MemoryAgent, llm: ChatLLM, messages: list[dict[str, Any]], u
     print(found)
     # The stable part (persona, scene paths, tools guide) ends the system prompt, where a provider's
     # prompt cache keeps it; this turn's memories go in front of the user's words.
-    messages[0] = {
-        "role": "system",
-        "content": f"{BASE_SYSTEM}\n\n{r.append_system}" if r.append_system else BASE_SYSTEM,
-    }
-    messages.append({"role": "user", "content": f"{r.prepend}\n\n{user_text}" if r.prepend else user_text})
+    messages[0] = {"role": "system", "content": r.system_prompt(BASE_SYSTEM)}
+    messages.append({"role": "user", "content": r.user_message(user_text)})
 
     tools = agent.tool_definitions("openai")
     answer = ""
