@@ -7,6 +7,8 @@ stopping the gateway process; nothing here is mocked.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -382,3 +384,19 @@ def test_composer_late_degrades_only_itself(api: Api, proxy: FaultProxy) -> None
     assert r.degraded == ("context",)
     assert r.knowledge == "" and r.context is None
     assert "flat white" in r.prepend
+
+
+def test_queued_captures_are_sent_at_exit_without_close(api: Api, gateway: Server, tmp_path: Path) -> None:
+    script = tmp_path / "forgetful_agent.py"
+    script.write_text(
+        "import sys\n"
+        "from memhub.sdk.agent import MemoryAgent\n"
+        f"agent = MemoryAgent.connect(sys.argv[1], {GATEWAY_KEY!r}, {SERVICE!r}, team_id={SCOPE['team_id']!r},\n"
+        f"    agent_id={SCOPE['agent_id']!r}, user_id={SCOPE['user_id']!r}, session_id='s-1')\n"
+        "agent.capture([{'role': 'user', 'content': 'remember the blue door'},\n"
+        "               {'role': 'assistant', 'content': 'The blue door, noted.'}], since=0)\n"
+        "# no flush, no close: the process just ends\n"
+    )
+    done = subprocess.run([sys.executable, str(script), gateway.url], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert [m["content"] for m in stored_messages(api)] == ["remember the blue door", "The blue door, noted."]

@@ -9,7 +9,10 @@ breaker stops a dead gateway from costing a timeout per call.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import functools
 import logging
+import weakref
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -108,6 +111,11 @@ class MemoryAgent:
         self._stable = _Stable()
         self._knowledge_tools: list[tools.ToolDefinition] | None = None
         self._closed = False
+        # An agent that exits without close() would lose what is still queued: flush it at interpreter exit
+        # (the loop thread is a daemon and still runs while atexit handlers do). A weak reference, so
+        # registering does not keep the agent alive.
+        self._exit_hook = functools.partial(_close_at_exit, weakref.ref(self))
+        atexit.register(self._exit_hook)
 
     @classmethod
     def connect(
@@ -519,6 +527,7 @@ class MemoryAgent:
         if self._closed:
             return
         self._closed = True
+        atexit.unregister(self._exit_hook)
         if flush_timeout > 0 and not self.flush(flush_timeout):
             self._log.warning("memhub: closing with %d capture batch(es) unsent", self._capture.pending())
         try:
@@ -537,6 +546,16 @@ class MemoryAgent:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+EXIT_FLUSH_TIMEOUT = 3.0
+
+
+def _close_at_exit(ref: weakref.ref[MemoryAgent]) -> None:
+    """At interpreter exit: close an agent its owner forgot to close, sending queued captures first."""
+    agent = ref()
+    if agent is not None:
+        agent.close(flush_timeout=EXIT_FLUSH_TIMEOUT)
 
 
 def _reason(exc: BaseException) -> str:
