@@ -400,3 +400,15 @@ def test_queued_captures_are_sent_at_exit_without_close(api: Api, gateway: Serve
     done = subprocess.run([sys.executable, str(script), gateway.url], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert [m["content"] for m in stored_messages(api)] == ["remember the blue door", "The blue door, noted."]
+
+
+def test_capturing_the_whole_history_each_turn_sends_each_message_once(api: Api, gateway: Server) -> None:
+    history: list[dict] = []
+    with connect(gateway.url) as agent:
+        for i in range(3):
+            agent.recall(f"question {i}")  # no messages given: the kit does not know where the turn starts
+            history += turn(f"question {i}", f"answer {i}")
+            agent.capture(history)  # the whole history, every turn, no `since`
+        assert agent.flush(10)
+    stored = [m["content"] for m in stored_messages(api)]
+    assert stored == ["question 0", "answer 0", "question 1", "answer 1", "question 2", "answer 2"]

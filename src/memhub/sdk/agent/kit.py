@@ -108,6 +108,7 @@ class MemoryAgent:
         self._capture = CaptureQueue(self._send_batch, self.breaker, self.config, self._log)
         self._turns: dict[str, _Turn] = {}
         self._cursors: dict[str, datetime] = {}
+        self._captured: dict[str, int] = {}  # per session: the history length the last capture saw
         self._stable = _Stable()
         self._knowledge_tools: list[tools.ToolDefinition] | None = None
         self._closed = False
@@ -354,7 +355,11 @@ class MemoryAgent:
             self._log.warning("memhub capture skipped: no session id (give one to MemoryAgent or to capture)")
             return []
         turn = self._turns.get(session) or self._turns.get("")
-        start = since if since is not None else (turn.message_count if turn else None)
+        # Where this turn starts: the caller's word, else the length recall saw, else where the last capture
+        # ended, so a caller that passes the whole history every time never sends a message twice.
+        start = since
+        if start is None:
+            start = turn.message_count if turn and turn.message_count is not None else self._captured.get(session)
         selected = select_turn(
             list(messages),
             since_index=start,
@@ -363,6 +368,9 @@ class MemoryAgent:
         )
         if selected.max_timestamp is not None:
             self._cursors[session] = selected.max_timestamp
+        self._captured[session] = len(messages)
+        if turn is not None:
+            turn.message_count, turn.user_text = None, ""  # this turn is captured; the next recall opens one
         batches = fit_to_server_limits(
             selected.messages, max_content_chars=SERVER_MAX_CONTENT_CHARS, max_batch=SERVER_MAX_BATCH
         )
