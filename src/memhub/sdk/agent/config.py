@@ -26,6 +26,9 @@ class AgentConfig:
     max_memories: int = 5
     max_memory_chars: int = 500
     max_prepend_chars: int = 2500
+    # Estimated tokens (one per CJK character, one per four other characters): for Chinese memories the
+    # character budget alone would allow about four times the tokens it allows for English.
+    max_prepend_tokens: int = 1000
     max_persona_chars: int = 4000
     max_scenes: int = 40
     include_persona: bool = True

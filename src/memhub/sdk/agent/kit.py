@@ -304,7 +304,11 @@ class MemoryAgent:
     ) -> Recall:
         cfg = self.config
         prepend = prompt.format_memories(
-            memories, max_items=cfg.max_memories, max_item_chars=cfg.max_memory_chars, max_chars=cfg.max_prepend_chars
+            memories,
+            max_items=cfg.max_memories,
+            max_item_chars=cfg.max_memory_chars,
+            max_chars=cfg.max_prepend_chars,
+            max_tokens=cfg.max_prepend_tokens,
         )
         append_system = prompt.format_system(
             persona, scenes, language=cfg.language, max_persona_chars=cfg.max_persona_chars

@@ -78,11 +78,22 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def format_memories(items: Sequence[Mapping[str, Any]], *, max_items: int, max_item_chars: int, max_chars: int) -> str:
-    """The `<relevant-memories>` block with `[type]` tags, within the item and character budgets; "" if empty."""
+def format_memories(
+    items: Sequence[Mapping[str, Any]],
+    *,
+    max_items: int,
+    max_item_chars: int,
+    max_chars: int,
+    max_tokens: int | None = None,
+) -> str:
+    """The `<relevant-memories>` block with `[type]` tags, within the item, character and token budgets; "" if empty.
+
+    Whole memories only: one that would break a budget ends the list (never half a memory in the prompt).
+    """
     head, tail = "<relevant-memories>\n", "\n</relevant-memories>"
     lines: list[str] = []
     used = len(head) + len(tail)
+    tokens = estimate_tokens(head + "\n" + tail)
     for item in items[:max_items]:
         content = _one_line(str(item.get("content") or ""))
         if not content:
@@ -90,10 +101,12 @@ def format_memories(items: Sequence[Mapping[str, Any]], *, max_items: int, max_i
         kind = str(item.get("type") or "").strip()
         line = f"- [{kind}] " if kind else "- "
         line += escape_own_tags(clip(content, max_item_chars))
-        if used + len(line) + 1 > max_chars:
+        line_tokens = estimate_tokens(line) + 1
+        if used + len(line) + 1 > max_chars or (max_tokens is not None and tokens + line_tokens > max_tokens):
             break
         lines.append(line)
         used += len(line) + 1
+        tokens += line_tokens
     if not lines:
         return ""
     return head + "\n" + "\n".join(lines) + "\n" + tail
