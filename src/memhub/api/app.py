@@ -22,7 +22,16 @@ from memhub.api.dataplane import DataPlane, DataRoute
 from memhub.api.envelope import JSONResponse, error, internal_error
 from memhub.api.metaplane import MetaPlane
 from memhub.api.middleware import CorsPolicy, GatewayMiddleware
-from memhub.api.routes import atomic, context, conversation, generation_log, memory_prompt, pipeline, profile
+from memhub.api.routes import (
+    atomic,
+    chat_memory,
+    context,
+    conversation,
+    generation_log,
+    memory_prompt,
+    pipeline,
+    profile,
+)
 from memhub.api.routes.code_graph import ROUTES as CODE_GRAPH_ROUTES
 from memhub.api.routes.health import health_payload
 from memhub.api.routes.knowledge import OFFER_ROUTES
@@ -36,6 +45,7 @@ from memhub.gateway_key import GatewayKey
 from memhub.knowledge.codegraph.service import CodeGraphConfig
 from memhub.knowledge.services import KnowledgeServices
 from memhub.knowledge.wiki.service import WikiConfig
+from memhub.memory.chat_memory import ChatMemoryService
 from memhub.memory.embedding import EmbeddingRuntime
 from memhub.memory.prompts import MemoryPromptService
 from memhub.memory.services import MemoryServices
@@ -174,7 +184,13 @@ def create_app(
         management.mount(app, "/v3/internal/meta", INTERNAL_ROUTES, tag="internal")
         context_routes = context.routes(ContextComposer(knowledge, memory.conversation, meta.access, meta.config))
         management.mount(app, "/v3/context", context_routes, tag="context")
-        models += [r.model for r in (*DATA_ROUTES, *v3_only, *META_ROUTES, *INTERNAL_ROUTES, *context_routes)]
+        # Data-plane authentication without isolation fields (the ids name the scope): a MetaRoute, guard DATA.
+        chat_memory_routes = chat_memory.routes(ChatMemoryService(store))
+        management.mount(app, "/v3/chat-memory", chat_memory_routes, tag="v3")
+        models += [
+            r.model
+            for r in (*DATA_ROUTES, *v3_only, *META_ROUTES, *INTERNAL_ROUTES, *context_routes, *chat_memory_routes)
+        ]
     app.openapi = lambda: _openapi(app, models)  # type: ignore[method-assign]
     app.add_middleware(GatewayMiddleware, cors=cors)
     return app

@@ -22,7 +22,7 @@ from memhub.pipeline.types import Candidate, Neighbour, SourceMessage
 from memhub.retrieval.tokenize import query_terms
 from memhub.scope import Isolation, MemoryScope, ProfileScope
 from memhub.store import AtomicFilter, MemoryStore, NewAtomic
-from memhub.store.pipeline import Job, L1Outcome, Revision
+from memhub.store.pipeline import Job, L1Outcome, LeaseLost, Revision
 from memhub.store.prompts import PromptLayer, ResolvedPrompt, TokenUsage
 from memhub.timeutil import now_ms
 
@@ -206,6 +206,13 @@ class PipelineRunner:
             self.memory.atomic.embedding.nudge()
 
     # -- L2 / L3 ---------------------------------------------------------------------------------
+    def _still_leased(self, job: Job, owner: str) -> None:
+        """Raise LeaseLost unless the job is still this worker's."""
+        # Scenes and the persona are written before the job finishes, outside its commit: a chat-memory
+        # clear during a slow generation settles the job, and its stale output must not land afterwards.
+        if not self.store.pipeline.renew(job, owner, now_ms() + self.config.lease_ms):
+            raise LeaseLost(f"job {job.seq} is no longer leased to {owner}")
+
     def _l2(self, job: Job, owner: str, generation: Generation) -> None:
         iso = _profile_isolation(job)
         profile = iso.profile
@@ -215,6 +222,7 @@ class PipelineRunner:
         generation.inputs = [("l1", m.id) for m in changed]
         drafts = self.stages.scenes.scenes(memories, existing, self._custom(job, "l2", generation), changed)
         generation.outputs = [("l2", d.path) for d in drafts if not d.deleted]
+        self._still_leased(job, owner)
         for draft in drafts:
             if draft.deleted:
                 self.memory.scenario.remove(iso, [draft.path], PIPELINE_REQUEST)
@@ -241,6 +249,7 @@ class PipelineRunner:
         custom = self._custom(job, "l3", generation)
         text = self.stages.persona.persona(current.content if current else None, memories, scenes, custom)
         if text.strip():
+            self._still_leased(job, owner)
             self.memory.core.write(iso, text, PIPELINE_REQUEST)
             generation.outputs = [("l3", PERSONA_PATH)]
         self.store.pipeline.after_l3(job, owner, profile, now_ms())

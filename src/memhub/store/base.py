@@ -16,6 +16,8 @@ from memhub.store.records import (
     AtomicFilter,
     AtomicRecord,
     AuditContext,
+    ClearedMemory,
+    ClearTarget,
     DocumentKind,
     DocumentRecord,
     EmbeddingModel,
@@ -190,6 +192,18 @@ class MemoryStore(ABC):
         audit: AuditContext,
     ) -> list[str]:
         """Delete documents by exact path or path prefix, audit each; returns the deleted paths."""
+
+    # -- whole agents --------------------------------------------------------------------------
+    @abstractmethod
+    def clear_agent_memory(self, targets: Sequence[ClearTarget]) -> list[ClearedMemory]:
+        """Empty each target's L0–L3 in one transaction: all of them, or (on any error) none.
+
+        Per target: the L0 messages and L1 memories of every user and task of the (team, agent),
+        with their full-text entries, vectors, embedding-queue entries and L1 version history; the
+        (team, agent) profile's scene files and persona; the pipeline's progress for them, and its
+        open jobs, settled as done so that no queued or in-flight job writes into the emptied
+        memory. One audit row per layer (L0–L3, action `clear`) names `record_id`.
+        """
 
     # -- audit -------------------------------------------------------------------------------
     @abstractmethod

@@ -122,6 +122,27 @@ class AuditContext:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class ClearTarget:
+    """One agent's memory to empty: every L0/L1 record of its (team, agent), and its L2/L3 profile."""
+
+    service_id: str
+    team_id: str
+    agent_id: str
+    record_id: str  # what the audit rows name (the chat_memory asset id)
+    audit: AuditContext
+
+
+@dataclass(frozen=True, slots=True)
+class ClearedMemory:
+    """What one clear removed; zero everywhere when the memory was already empty."""
+
+    l0_deleted: int
+    l1_deleted: int
+    profile_deleted: int  # L2 scene files plus the L3 persona
+    jobs_cancelled: int  # open pipeline jobs of the (team, agent) that were settled unrun
+
+
 EmbeddingKind = Literal["l0", "l1"]
 
 

@@ -35,6 +35,7 @@ from memhub.store.records import (
     NewMessage,
 )
 from memhub.store.sqlite_atomic import AtomicTables
+from memhub.store.sqlite_clear import ClearTables
 from memhub.store.sqlite_context import (
     CONTEXT_AFTER,
     affected_by_delete,
@@ -61,7 +62,7 @@ IDEMPOTENCY_RETENTION_MS = 7 * 24 * 3600 * 1000
 _MESSAGES_FTS = FtsIndex(fts="l0_fts", vocab="l0_vocab", content="l0_messages", columns=(WORDS, GRAMS, CONTEXT))
 
 
-class SQLiteStore(AtomicTables, MemoryStore):
+class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
     """One database file per data dir; safe for many threads of one process."""
 
     def __init__(

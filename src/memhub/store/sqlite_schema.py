@@ -167,4 +167,6 @@ MIGRATIONS: list[Migration] = [
     create_pipeline_tables,
     create_knowledge_tables,
     create_code_graph_tables,
+    # v7: chat-memory/clear finds an agent's L0 messages across its users and tasks (as l1_by_profile does for L1).
+    "CREATE INDEX l0_by_profile ON l0_messages (service_id, agent_id, team_id)",
 ]

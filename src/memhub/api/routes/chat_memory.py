@@ -1,0 +1,61 @@
+"""`POST /v3/chat-memory/clear` (spec §2.6): empty chat-memory assets, keeping the assets, their ACL and bindings.
+
+Authentication is the data plane's (the gateway key, or a user key; spec §2.2 layer 2). The ids name
+the scope, so no isolation fields are read and strict isolation does not apply (spec §2.4). Who may
+clear what is decided by memhub.memory.chat_memory.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, field_validator
+
+from memhub.api.meta_schemas import MetaBody
+from memhub.api.metaplane import Guard, MetaCall, MetaRoute
+from memhub.api.schemas import MAX_ID_CHARS
+from memhub.memory.chat_memory import ChatMemoryService
+
+MAX_CLEAR_IDS = 100
+
+
+def _memory_id(value: Any) -> Any:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be a non-empty string")
+    if len(value.strip()) > MAX_ID_CHARS:
+        raise ValueError(f"must be at most {MAX_ID_CHARS} characters")
+    return value.strip()
+
+
+MemoryId = Annotated[str, BeforeValidator(_memory_id)]
+
+
+class ChatMemoryClear(MetaBody):
+    """chat-memory/clear: 1..100 chat-memory asset ids (`chat_memory-{team}-{agent}`), trimmed and de-duplicated."""
+
+    memory_ids: list[MemoryId]
+
+    @field_validator("memory_ids", mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> Any:
+        # Counted as sent (before de-duplication), like the original's schema.
+        if isinstance(value, list) and not 1 <= len(value) <= MAX_CLEAR_IDS:
+            raise ValueError(f"must have 1..{MAX_CLEAR_IDS} items")
+        return value
+
+
+def routes(service: ChatMemoryService) -> list[MetaRoute]:
+    """The chat-memory routes, served by `service`."""
+
+    def clear(call: MetaCall, body: ChatMemoryClear) -> Any:
+        return service.clear(call.caller, body.memory_ids)
+
+    return [
+        MetaRoute(
+            "clear",
+            ChatMemoryClear,
+            clear,
+            guard=Guard.DATA,
+            summary="Empty chat-memory assets: L0–L3 of each (team, agent); the assets stay",
+        )
+    ]
