@@ -31,7 +31,6 @@ from memhub.context.standards import match_standards
 from memhub.context.text import HEADINGS, help_notes, help_role, runtime_notes
 from memhub.errors import BadRequest
 from memhub.knowledge.services import KnowledgeServices
-from memhub.knowledge.tools_block import render_knowledge_tools
 from memhub.memory.conversation import ConversationService
 from memhub.meta.access import AccessDenied, DataPlaneAccess
 from memhub.meta.caller import Caller
@@ -204,25 +203,20 @@ class ContextComposer:
 
     def _tools_block(self, caller: Caller, isolation: Isolation, request: ComposeRequest, flags: Capabilities) -> str:
         """`<knowledge_tools>` for the team (or the agent's bound resources), filtered by the flags in effect."""
-        team, agent = isolation.team_id, _named(isolation.agent_id)
-        offer = self.knowledge.offer
-        # The same resources and headers as /v3/knowledge/tools-block; the flags here also carry the request's.
-        resources = offer.resources(caller, team, agent)
-        headers = {
-            "x-tdai-service-id": caller.service_id,
-            "x-tdai-team-id": team,
+        telemetry = {
             "x-conversation-id": request.conversation_id or "",
             "x-tdai-agent-source": request.agent_source or "",
-            "x-tdai-user-id": caller.user_id or _named(isolation.user_id) or "",
-            "x-tdai-agent-id": agent or "",
         }
-        return render_knowledge_tools(
-            resources,
-            capabilities=flags.view(),
-            headers=headers,
+        block = self.knowledge.offer.block(
+            caller,
+            isolation.team_id,
+            agent_id=_named(isolation.agent_id),
+            user_id=_named(isolation.user_id),
             language=request.language,
-            credential_env=offer.credential_env,
+            telemetry=telemetry,
+            capabilities=flags.view(),
         )
+        return str(block["text"])
 
 
 def _injected(checks: list[StandardCheck], assembled: Assembled) -> tuple[StandardCheck, ...]:

@@ -97,10 +97,18 @@ class KnowledgeOffer:
         user_id: str | None = None,
         language: Language = "en",
         telemetry: Mapping[str, str] | None = None,
+        capabilities: Mapping[str, bool] | None = None,
     ) -> dict[str, Any]:
-        """`{text, resources, cache_key, chars}`; `text` is "" when nothing is offered."""
+        """`{text, resources, cache_key, chars}`; `text` is "" when nothing is offered.
+
+        `capabilities` replaces the user's configured asset-type flags (the composer passes the flags in effect
+        for one turn, which a request may narrow).
+        """
         user = caller.user_id or user_id
-        flags = {t: self.config.asset_type_enabled(caller.service_id, user, t) for t in KNOWLEDGE_ASSET_TYPES}
+        if capabilities is not None:
+            flags = dict(capabilities)
+        else:
+            flags = {t: self.config.asset_type_enabled(caller.service_id, user, t) for t in KNOWLEDGE_ASSET_TYPES}
         resources = self.resources(caller, team_id, agent_id)
         headers = {
             **{k: v for k, v in (telemetry or {}).items() if v},
