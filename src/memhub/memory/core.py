@@ -6,8 +6,9 @@ import hashlib
 from dataclasses import dataclass, replace
 
 from memhub.memory.atomic import audit_context
-from memhub.memory.scene_format import parse_heat, render_navigation, split_scene, strip_navigation
+from memhub.memory.scene_format import parse_heat, render_navigation, split_scene
 from memhub.scope import Isolation
+from memhub.sdk.scene_navigation import strip_navigation
 from memhub.store import DocumentRecord, MemoryStore
 from memhub.timeutil import now_ms
 

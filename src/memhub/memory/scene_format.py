@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memhub.sdk.scene_navigation import PATH_LINE_PREFIX
 from memhub.store import DocumentRecord
 from memhub.timeutil import ms_to_iso
 
@@ -14,12 +15,6 @@ META_END = "-----META-END-----"
 NAVIGATION_HEADING = "## 🗺️ Scene Navigation (Scene Index)"
 
 _META_BLOCK = re.compile(rf"^\s*{re.escape(META_START)}\s*\n(?P<meta>.*?)\n?{re.escape(META_END)}[ \t]*\n?", re.DOTALL)
-# The navigation section starts at its heading (optionally preceded by a `---` rule, or wrapped in
-# <scene-navigation> tags) and runs to the end of the persona.
-_NAVIGATION = re.compile(
-    r"(?:\n[ \t]*-{3,}[ \t]*\n\s*)?^[ \t]*#{1,6}[ \t]*(?:🗺️?\s*)?Scene Navigation\b.*\Z", re.DOTALL | re.MULTILINE
-)
-_NAVIGATION_TAG = re.compile(r"<scene-navigation>.*?</scene-navigation>", re.DOTALL)
 _HEAT_FLAMES = (50, 100, 200, 500, 1000)
 
 
@@ -63,12 +58,6 @@ def parse_heat(value: str | None, default: int) -> int:
         return default
 
 
-def strip_navigation(persona: str) -> str:
-    """Remove the generated Scene Navigation section (and its tag form); trims the rest."""
-    text = _NAVIGATION_TAG.sub("", persona)
-    return _NAVIGATION.sub("", text).strip()
-
-
 def render_navigation(scenes: Sequence[DocumentRecord], heats: dict[str, int]) -> str:
     """The footer appended to the persona on read: scenes by heat, hottest first."""
     ordered = sorted(scenes, key=lambda d: (-heats.get(d.path, 0), -d.updated_ms, d.path))
@@ -76,7 +65,7 @@ def render_navigation(scenes: Sequence[DocumentRecord], heats: dict[str, int]) -
     for doc in ordered:
         heat = heats.get(doc.path, 0)
         flames = "🔥" * sum(heat >= t for t in _HEAT_FLAMES)
-        lines.append(f"### Path: {doc.path}")
+        lines.append(f"{PATH_LINE_PREFIX}{doc.path}")
         lines.append(f"**热度**: {heat} {flames}".rstrip() + f" | **更新**: {ms_to_iso(doc.updated_ms)}")
         lines.append(f"Summary: {doc.summary or ''}".rstrip())
         lines.append("")

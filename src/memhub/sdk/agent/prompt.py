@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+from memhub.sdk.scene_navigation import navigation_paths, strip_navigation
+
 Language = Literal["en", "zh"]
 
 READ_TOOL = "tdai_read_file"
@@ -122,19 +124,13 @@ def scene_paths(entries: Iterable[Mapping[str, Any]], max_scenes: int) -> list[s
     return sorted(paths)[:max_scenes]
 
 
-# The gateway appends its own Scene Navigation to the persona it returns (heat, dates, summaries: it changes
-# whenever a scene is touched). The kit lists scene paths itself, sorted, so the tail stays cacheable.
-_SERVER_NAVIGATION = re.compile(r"\n-{3,}\s*\n#+[^\n]*Scene Navigation.*\Z", re.DOTALL | re.IGNORECASE)
-_NAVIGATION_TAG = re.compile(r"<scene-navigation>.*?</scene-navigation>", re.DOTALL)
-_NAVIGATION_PATH = re.compile(r"^#+\s*Path:\s*(\S+)\s*$", re.MULTILINE)
-
-
 def split_navigation(persona: str) -> tuple[str, list[str]]:
-    """The persona without a Scene Navigation section, and the scene paths that section listed."""
-    sections = [m.group(0) for m in _SERVER_NAVIGATION.finditer(persona)] + _NAVIGATION_TAG.findall(persona)
-    paths = {path for section in sections for path in _NAVIGATION_PATH.findall(section)}
-    body = _SERVER_NAVIGATION.sub("", _NAVIGATION_TAG.sub("", persona)).strip()
-    return body, sorted(paths)
+    """The persona without the gateway's Scene Navigation section, and the scene paths that section listed.
+
+    The gateway's section carries heat, dates and summaries, so it changes whenever a scene is touched; the kit
+    lists scene paths itself, sorted, so the system prompt's tail stays cacheable.
+    """
+    return strip_navigation(persona), navigation_paths(persona)
 
 
 def format_system(persona: str | None, scenes: Sequence[str], *, language: Language, max_persona_chars: int) -> str:
