@@ -407,32 +407,29 @@ class MemoryAgent:
 
     def tool_definitions(self, fmt: tools.ToolFormat = "openai") -> list[dict[str, Any]]:
         """The memory tools, plus the configured knowledge resources' tools, in OpenAI or Anthropic format."""
-        definitions = list(tools.MEMORY_TOOLS)
-        if self._knowledge is not None and self._knowledge_ids:
-            if self._knowledge_tools is None:
-                try:
-                    self._knowledge_tools = self._loop.run(self._discover(), self.config.tool_timeout + 1.0)
-                except Exception as exc:
-                    self._log.warning("memhub: knowledge tools not listed (%s)", exc)
-            definitions += self._knowledge_tools or []
-        return [d.render(fmt) for d in definitions]
+        try:
+            return self._loop.run(self._definitions(fmt), self.config.tool_timeout + 1.0)
+        except Exception as exc:  # the memory tools are known without asking the gateway
+            self._log.warning("memhub: knowledge tools not listed (%s)", exc)
+            return [d.render(fmt) for d in tools.MEMORY_TOOLS]
 
     async def atool_definitions(self, fmt: tools.ToolFormat = "openai") -> list[dict[str, Any]]:
         """`tool_definitions` for async agents."""
-        if self._knowledge is not None and self._knowledge_ids and self._knowledge_tools is None:
-            try:
-                self._knowledge_tools = await self._loop.run_async(self._discover())
-            except Exception as exc:
-                self._log.warning("memhub: knowledge tools not listed (%s)", exc)
-        return [d.render(fmt) for d in [*tools.MEMORY_TOOLS, *(self._knowledge_tools or [])]]
+        try:
+            return await self._loop.run_async(self._definitions(fmt))
+        except Exception as exc:
+            self._log.warning("memhub: knowledge tools not listed (%s)", exc)
+            return [d.render(fmt) for d in tools.MEMORY_TOOLS]
 
-    async def _discover(self) -> list[tools.ToolDefinition]:
-        assert self._knowledge is not None
-        found: list[tools.ToolDefinition] = []
-        for knowledge_id in self._knowledge_ids:
-            listing = await self._guarded(self._knowledge.tools_list(knowledge_id), self.config.tool_timeout)
-            found += tools.knowledge_tools(knowledge_id, listing or {})
-        return found
+    async def _definitions(self, fmt: tools.ToolFormat) -> list[dict[str, Any]]:
+        """Render the tools, listing the knowledge resources' tools once (a failed listing is retried next time)."""
+        if self._knowledge is not None and self._knowledge_ids and self._knowledge_tools is None:
+            found: list[tools.ToolDefinition] = []
+            for knowledge_id in self._knowledge_ids:
+                listing = await self._guarded(self._knowledge.tools_list(knowledge_id), self.config.tool_timeout)
+                found += tools.knowledge_tools(knowledge_id, listing or {})
+            self._knowledge_tools = found
+        return [d.render(fmt) for d in [*tools.MEMORY_TOOLS, *(self._knowledge_tools or [])]]
 
     def dispatch(self, name: str, args: Mapping[str, Any] | str | None = None, *, session_id: str | None = None) -> str:
         """Run one tool call and return its text; errors come back as "memory unavailable: …", never raised."""
