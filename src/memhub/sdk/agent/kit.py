@@ -14,7 +14,7 @@ import functools
 import logging
 import weakref
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -81,7 +81,6 @@ class _Stable:
 
     persona: str | None = None
     scenes: tuple[str, ...] = ()
-    known: set[str] = field(default_factory=set)
 
 
 class MemoryAgent:
