@@ -49,7 +49,7 @@ from memhub.store.sqlite_meta import SQLiteMetaStore
 from memhub.store.sqlite_pipeline import SQLitePipelineStore, note_session_activity
 from memhub.store.sqlite_prompts import SQLitePromptStore
 from memhub.store.sqlite_schema import MIGRATIONS
-from memhub.store.sqlite_util import chunks, json_or_none
+from memhub.store.sqlite_util import chunks, drop_rows, json_or_none
 from memhub.store.sqlite_vectors import ScopeVectors
 from memhub.timeutil import now_ms
 
@@ -371,11 +371,7 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
                 ).fetchall()
                 for rowid, session_id in sessions:
                     survivors += affected_by_delete(con, key, session_id, rowid)
-            for chunk in chunks(doomed, 500):
-                marks = ",".join("?" * len(chunk))
-                deleted += con.execute(f"DELETE FROM l0_messages WHERE rowid IN ({marks})", chunk).rowcount
-                con.execute(f"DELETE FROM l0_fts WHERE rowid IN ({marks})", chunk)
-                con.execute(f"DELETE FROM embedding_queue WHERE kind = 'l0' AND ref IN ({marks})", chunk)
+            deleted = drop_rows(con, "l0_messages", "l0_fts", "l0", doomed)
             self._vectors["l0"].remove(con, key, doomed)
             gone = set(doomed)
             # Deleted words must not linger in a neighbour's context, nor in its vector.

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from memhub.scope import ProfileScope
 from memhub.store.records import ClearedMemory, ClearTarget, EmbeddingKind
-from memhub.store.sqlite_util import chunks
+from memhub.store.sqlite_util import chunks, drop_rows
 from memhub.timeutil import now_ms
 
 CANCELLED = "cancelled: the agent's chat memory was cleared"
@@ -70,11 +70,7 @@ class ClearTables:
         for scope_key, rowids in by_scope.items():
             # Every record of these scopes goes, so no surviving L0 neighbour needs its context refreshed.
             self._vectors[kind].remove(con, scope_key, rowids)
-            for chunk in chunks(rowids, 500):
-                marks = ",".join("?" * len(chunk))
-                deleted += con.execute(f"DELETE FROM {table} WHERE rowid IN ({marks})", chunk).rowcount
-                con.execute(f"DELETE FROM {fts} WHERE rowid IN ({marks})", chunk)
-                con.execute(f"DELETE FROM embedding_queue WHERE kind = ? AND ref IN ({marks})", [kind, *chunk])
+            deleted += drop_rows(con, table, fts, kind, rowids)
         return deleted, set(by_scope)
 
     @staticmethod
