@@ -13,6 +13,9 @@ Deliberate tightenings over the reference renderer, each identical to it for wel
   break the tag or curl layout or start a new prompt line;
 - only `x-tdai-service-id` and the six telemetry headers are ever rendered: a secret passed in by mistake
   (Authorization, api keys, `x-tdai-user-key`) never reaches the prompt.
+
+One difference for every input: the recipes run `curl -sS`, not the reference's `curl -sSk`, so TLS is
+verified before the agent sends its key.
 """
 
 from __future__ import annotations
@@ -212,7 +215,7 @@ _EN: tuple[str, ...] = (
     " are rejected).",
     "",
     "### Step 1: get the tool list (once per resource, the **first** time you use it)",
-    "curl -sSk -X POST <url>/tools/list \\",
+    "curl -sS -X POST <url>/tools/list \\",
     "  -H 'content-type: application/json' \\",
     "{headers}",
     '  -d \'{"knowledge_id":"<knowledge_id>"}\'',
@@ -223,7 +226,7 @@ _EN: tuple[str, ...] = (
     " tools/list again for the same resource (unless you have forgotten them).",
     "",
     "### Step 2: run a tool",
-    "curl -sSk -X POST <url>/tools/call \\",
+    "curl -sS -X POST <url>/tools/call \\",
     "  -H 'content-type: application/json' \\",
     "{headers}",
     '  -d \'{"knowledge_id":"<knowledge_id>", "tool_name":"<name from Step 1>", "params":{...}}\'',
@@ -283,7 +286,7 @@ _ZH: tuple[str, ...] = (
     "**每个请求都必须带请求头** `x-tdai-service-id: {sid}`（租户标识，缺少会被拒绝）。",
     "",
     "### Step 1: 获取工具清单（每个资源**第一次**使用时调用一次）",
-    "curl -sSk -X POST <url>/tools/list \\",
+    "curl -sS -X POST <url>/tools/list \\",
     "  -H 'content-type: application/json' \\",
     "{headers}",
     '  -d \'{"knowledge_id":"<知识id>"}\'',
@@ -292,7 +295,7 @@ _ZH: tuple[str, ...] = (
     "记住返回的工具名和参数，**本会话内复用**；不要对同一资源重复调用 tools/list（忘记了再调）。",
     "",
     "### Step 2: 执行工具",
-    "curl -sSk -X POST <url>/tools/call \\",
+    "curl -sS -X POST <url>/tools/call \\",
     "  -H 'content-type: application/json' \\",
     "{headers}",
     '  -d \'{"knowledge_id":"<知识id>", "tool_name":"<Step1返回的name>", "params":{...}}\'',
