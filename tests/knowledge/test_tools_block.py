@@ -18,6 +18,7 @@ from memhub.knowledge.tools_block import (
     render_resource_tag,
     shell_quote,
 )
+from memhub.meta.origins import KnowledgeOrigins
 
 URL = "http://ks:8421/v3"
 SID = {"x-tdai-service-id": "space_1"}
@@ -478,12 +479,49 @@ def test_request_bodies_are_valid_json_in_the_shell() -> None:
 
 # -- the key and where it may go --------------------------------------------------------------------------
 
+KEY_LINE = '  -H "authorization: Bearer ${MEMHUB_USER_KEY}" \\'
+
 
 def test_curl_verifies_tls() -> None:
     for language in ("en", "zh"):
         block = render([WIKI], language=language)
         assert block.count("curl -sS -X POST <url>/tools/") == 2
         assert "-sSk" not in block and " -k" not in block and "--insecure" not in block
+
+
+def test_a_key_recipe_needs_the_trusted_origins() -> None:
+    with pytest.raises(ValueError, match="origins"):
+        render([WIKI], credential_env="MEMHUB_USER_KEY")
+
+
+def test_a_key_recipe_is_never_rendered_next_to_a_foreign_url() -> None:
+    origins = KnowledgeOrigins.of(URL, ["https://kb.example.com"])
+    partner = KnowledgeResource("wiki", "wiki-partner", "https://kb.example.com/v3", "partner")
+    foreign = [
+        KnowledgeResource("wiki", f"wiki-{n}", url, "evil")
+        for n, url in enumerate(
+            [
+                "https://evil.example/v3",
+                "http://ks:8421.evil.example/v3",
+                "http://ks.evil.example:8421/v3",
+                "http://ks:8422/v3",
+                "https://ks:8421/v3",
+                "https://kb.example.com:8443/v3",
+                "http://kb.example.com/v3",
+            ]
+        )
+    ]
+    block = render([*foreign, WIKI, partner], credential_env="MEMHUB_USER_KEY", origins=origins)
+    assert [line for line in block.splitlines() if line.startswith("<knowledge ")] == [
+        '<knowledge type="wiki" id="wiki-abc12345"',
+        '<knowledge type="wiki" id="wiki-partner"',
+    ]
+    assert "evil" not in block and ":8422" not in block and ":8443" not in block and "https://ks" not in block
+    assert block.count(KEY_LINE) == 2
+    # Nothing trusted left: no block at all, so no recipe that could carry the key.
+    assert render(foreign, credential_env="MEMHUB_USER_KEY", origins=origins) == ""
+    # Without a key the same origins still decide what is offered.
+    assert "evil" not in render([*foreign, WIKI], origins=origins)
 
 
 # -- stability and size ------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """A wiki's registration follows the server's public URL: a restart on another address re-points it.
 
-A registration this server does not serve keeps its own URL, which must be on an allow-listed origin
-(`MEMHUB_KNOWLEDGE_URL_ALLOWLIST`): the block tells agents to send their key there.
+A registration this server does not serve keeps its own URL, and is offered to agents only while that URL's origin
+is allow-listed (`MEMHUB_KNOWLEDGE_URL_ALLOWLIST`): the block tells agents to send their key there.
 """
 
 from __future__ import annotations
@@ -43,8 +43,12 @@ def test_registrations_follow_a_new_public_url_at_start(tmp_path: Path) -> None:
         assert second.client.app.state.knowledge.wikis.resume() == 0  # nothing was left building
         moved = second.ok("/v3/knowledge/get", {"knowledge_id": wiki_id, "team_id": "t"})
         assert moved["service_url"] == "http://b.example/v3"
-        # A registration this server does not serve keeps its own URL.
+        # A registration this server does not serve keeps its own URL …
         other = second.ok("/v3/knowledge/get", {"knowledge_id": "ext-wiki", "team_id": "t"})
         assert other["service_url"] == f"{ELSEWHERE}/v3"
+        # … but without the allow-list its origin is no longer trusted: only the local wiki is offered.
+        block = second.ok("/v3/knowledge/tools-block", {"team_id": "t"})
+        assert block["resources"] == [wiki_id]
+        assert "http://b.example/v3" in block["text"] and "elsewhere" not in block["text"]
     finally:
         second.close()

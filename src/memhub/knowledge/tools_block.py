@@ -14,8 +14,9 @@ Deliberate tightenings over the reference renderer, each identical to it for wel
 - only `x-tdai-service-id` and the six telemetry headers are ever rendered: a secret passed in by mistake
   (Authorization, api keys, `x-tdai-user-key`) never reaches the prompt.
 
-One difference for every input: the recipes run `curl -sS`, not the reference's `curl -sSk`, so TLS is
-verified before the agent sends its key.
+Two differences for every input: the recipes run `curl -sS`, not the reference's `curl -sSk`, so TLS is
+verified before the key is sent; and a key recipe is rendered only next to resources whose URL is on a trusted
+origin (this gateway's or the operator's allow-list): a resource elsewhere is left out of the block.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from memhub.meta.origins import KnowledgeOrigins
 
 Language = Literal["en", "zh"]
 ResourceType = Literal["wiki", "code-graph"]
@@ -329,8 +332,10 @@ def render_knowledge_tools(
     headers: Mapping[str, str],
     language: Language = "en",
     credential_env: str | None = None,
+    origins: KnowledgeOrigins | None = None,
 ) -> str:
-    """The `<knowledge_tools>…</knowledge_tools>\\n` block, or "" when no resource survives the capability filter.
+    """The `<knowledge_tools>…</knowledge_tools>\\n` block, or "" when no resource survives the capability filter
+    (and the origin check).
 
     `headers` must hold `x-tdai-service-id`; of the rest only the six telemetry headers are rendered (names are
     matched case-insensitively, values single-quote shell-escaped). Resources keep the given order; a resource
@@ -338,16 +343,21 @@ def render_knowledge_tools(
 
     `credential_env` names an environment variable holding the agent's key (e.g. `MEMHUB_USER_KEY`): the
     recipes then send `authorization: Bearer ${NAME}`, which the agent's shell expands, so a server that
-    requires a key is reachable while the key itself never enters the prompt.
+    requires a key is reachable while the key itself never enters the prompt. The recipes are shared by every
+    resource, so a key recipe needs `origins`: a resource whose URL is not on one of them is left out.
     """
     if credential_env is not None and not _ENV_NAME_RE.match(credential_env):
         raise ValueError("credential_env must be an environment variable name ([A-Z_][A-Z0-9_]*)")
+    if credential_env is not None and origins is None:
+        raise ValueError("credential_env needs origins: the key may only be sent to trusted origins")
     if language not in _TEXT:
         raise ValueError(f"unsupported language: {language!r} (expected 'en' or 'zh')")
     kept = filter_by_capabilities(resources, capabilities)
     seen: set[str] = set()
     unique: list[KnowledgeResource] = []
     for r in kept:
+        if origins is not None and not origins.allows(r.url):
+            continue
         if r.id not in seen:
             seen.add(r.id)
             unique.append(r)
