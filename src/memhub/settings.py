@@ -9,6 +9,7 @@ from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from memhub.llm.client import LLMConfig
+from memhub.meta.origins import KnowledgeOrigins, origin_of, parse_allowlist_entry
 from memhub.pipeline.config import PipelineConfig
 from memhub.retrieval.embed import EmbeddingConfig
 from memhub.store.pipeline import Schedule
@@ -136,6 +137,11 @@ class Settings(BaseSettings):
     knowledge_public_url: str | None = Field(
         None, validation_alias=_names("MEMHUB_KNOWLEDGE_PUBLIC_URL", "KNOWLEDGE_PUBLIC_BASE_URL")
     )
+    # Other origins (`https://kb.example.com`, comma list) whose knowledge services may be registered and offered to
+    # agents with their key; none by default, so only this gateway's own public origin is trusted.
+    knowledge_url_allowlist: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias=_names("MEMHUB_KNOWLEDGE_URL_ALLOWLIST")
+    )
     # `key`: /v3/tools/* need the gateway key or a user key like every route. `open`: the reference's
     # trust model, where the tenant header alone reads knowledge (only behind a trusted network).
     knowledge_tools_auth: Literal["key", "open"] = Field("key", validation_alias=_names("MEMHUB_KNOWLEDGE_TOOLS_AUTH"))
@@ -158,7 +164,7 @@ class Settings(BaseSettings):
         600, gt=0, le=86_400, validation_alias=_names("MEMHUB_CODE_GRAPH_GIT_TIMEOUT_SECONDS")
     )
 
-    @field_validator("cors_origins", "wiki_source_roots", "code_source_roots", mode="before")
+    @field_validator("cors_origins", "wiki_source_roots", "code_source_roots", "knowledge_url_allowlist", mode="before")
     @classmethod
     def _split_list(cls, value: object) -> object:
         if isinstance(value, str):
@@ -173,6 +179,15 @@ class Settings(BaseSettings):
         value = value.strip().rstrip("/")
         if not value.startswith(("http://", "https://")) or any(c in value for c in " \"'<>`"):
             raise ValueError("must be an http(s) URL without spaces or quotes")
+        if origin_of(value) is None:
+            raise ValueError("must be an http(s) URL with a plain host (no user@ part) and a valid port")
+        return value
+
+    @field_validator("knowledge_url_allowlist", mode="after")
+    @classmethod
+    def _allowlist(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            parse_allowlist_entry(entry)
         return value
 
     def knowledge_url(self) -> str:
@@ -182,6 +197,10 @@ class Settings(BaseSettings):
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}/v3"
+
+    def knowledge_origins(self) -> KnowledgeOrigins:
+        """The origins a knowledge service_url may use: this server's public URL and the allow-list."""
+        return KnowledgeOrigins.of(self.knowledge_url(), self.knowledge_url_allowlist)
 
     @field_validator("strict_isolation", "insecure_no_auth", "pipeline_enabled", "pipeline_warmup", mode="before")
     @classmethod

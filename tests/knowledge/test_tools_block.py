@@ -18,6 +18,7 @@ from memhub.knowledge.tools_block import (
     render_resource_tag,
     shell_quote,
 )
+from memhub.meta.origins import KnowledgeOrigins
 
 URL = "http://ks:8421/v3"
 SID = {"x-tdai-service-id": "space_1"}
@@ -77,7 +78,7 @@ The target resource is chosen by `knowledge_id` in the body; **do not** put the 
 **Every request must carry the header** `x-tdai-service-id: space_1` (the tenant id; requests without it are rejected).
 
 ### Step 1: get the tool list (once per resource, the **first** time you use it)
-curl -sSk -X POST <url>/tools/list \\
+curl -sS -X POST <url>/tools/list \\
   -H 'content-type: application/json' \\
   -H 'x-tdai-service-id: space_1' \\
   -d '{"knowledge_id":"<knowledge_id>"}'
@@ -86,7 +87,7 @@ Returns: {code, message, data:{knowledge_id, type, name, summary, status, tools:
 Remember the returned tool names and params and **reuse them for the rest of the session**; do not call tools/list again for the same resource (unless you have forgotten them).
 
 ### Step 2: run a tool
-curl -sSk -X POST <url>/tools/call \\
+curl -sS -X POST <url>/tools/call \\
   -H 'content-type: application/json' \\
   -H 'x-tdai-service-id: space_1' \\
   -d '{"knowledge_id":"<knowledge_id>", "tool_name":"<name from Step 1>", "params":{...}}'
@@ -140,7 +141,7 @@ explore / node 返回的源码是原文，**不要再 Read 一遍同一段代码
 **每个请求都必须带请求头** `x-tdai-service-id: space_1`（租户标识，缺少会被拒绝）。
 
 ### Step 1: 获取工具清单（每个资源**第一次**使用时调用一次）
-curl -sSk -X POST <url>/tools/list \\
+curl -sS -X POST <url>/tools/list \\
   -H 'content-type: application/json' \\
   -H 'x-tdai-service-id: space_1' \\
   -d '{"knowledge_id":"<知识id>"}'
@@ -149,7 +150,7 @@ curl -sSk -X POST <url>/tools/list \\
 记住返回的工具名和参数，**本会话内复用**；不要对同一资源重复调用 tools/list（忘记了再调）。
 
 ### Step 2: 执行工具
-curl -sSk -X POST <url>/tools/call \\
+curl -sS -X POST <url>/tools/call \\
   -H 'content-type: application/json' \\
   -H 'x-tdai-service-id: space_1' \\
   -d '{"knowledge_id":"<知识id>", "tool_name":"<Step1返回的name>", "params":{...}}'
@@ -389,7 +390,7 @@ ALL_TELEMETRY = {
 
 def curl_header_values(block: str, step: str) -> list[str]:
     """Parse a step's curl recipe with a real POSIX shell lexer and return its -H values in order."""
-    start = block.index(f"curl -sSk -X POST <url>/tools/{step}")
+    start = block.index(f"curl -sS -X POST <url>/tools/{step}")
     end = block.index("\n\n", start)
     argv = shlex.split(block[start:end].replace("\\\n", " "))
     return [argv[i + 1] for i, arg in enumerate(argv) if arg == "-H"]
@@ -471,9 +472,56 @@ def test_no_service_id_needed_when_block_is_omitted() -> None:
 
 def test_request_bodies_are_valid_json_in_the_shell() -> None:
     block = render([WIKI])
-    start = block.index("curl -sSk -X POST <url>/tools/list")
+    start = block.index("curl -sS -X POST <url>/tools/list")
     argv = shlex.split(block[start : block.index("\n\n", start)].replace("\\\n", " "))
     assert json.loads(argv[argv.index("-d") + 1]) == {"knowledge_id": "<knowledge_id>"}
+
+
+# -- the key and where it may go --------------------------------------------------------------------------
+
+KEY_LINE = '  -H "authorization: Bearer ${MEMHUB_USER_KEY}" \\'
+
+
+def test_curl_verifies_tls() -> None:
+    for language in ("en", "zh"):
+        block = render([WIKI], language=language)
+        assert block.count("curl -sS -X POST <url>/tools/") == 2
+        assert "-sSk" not in block and " -k" not in block and "--insecure" not in block
+
+
+def test_a_key_recipe_needs_the_trusted_origins() -> None:
+    with pytest.raises(ValueError, match="origins"):
+        render([WIKI], credential_env="MEMHUB_USER_KEY")
+
+
+def test_a_key_recipe_is_never_rendered_next_to_a_foreign_url() -> None:
+    origins = KnowledgeOrigins.of(URL, ["https://kb.example.com"])
+    partner = KnowledgeResource("wiki", "wiki-partner", "https://kb.example.com/v3", "partner")
+    foreign = [
+        KnowledgeResource("wiki", f"wiki-{n}", url, "evil")
+        for n, url in enumerate(
+            [
+                "https://evil.example/v3",
+                "http://ks:8421.evil.example/v3",
+                "http://ks.evil.example:8421/v3",
+                "http://ks:8422/v3",
+                "https://ks:8421/v3",
+                "https://kb.example.com:8443/v3",
+                "http://kb.example.com/v3",
+            ]
+        )
+    ]
+    block = render([*foreign, WIKI, partner], credential_env="MEMHUB_USER_KEY", origins=origins)
+    assert [line for line in block.splitlines() if line.startswith("<knowledge ")] == [
+        '<knowledge type="wiki" id="wiki-abc12345"',
+        '<knowledge type="wiki" id="wiki-partner"',
+    ]
+    assert "evil" not in block and ":8422" not in block and ":8443" not in block and "https://ks" not in block
+    assert block.count(KEY_LINE) == 2
+    # Nothing trusted left: no block at all, so no recipe that could carry the key.
+    assert render(foreign, credential_env="MEMHUB_USER_KEY", origins=origins) == ""
+    # Without a key the same origins still decide what is offered.
+    assert "evil" not in render([*foreign, WIKI], origins=origins)
 
 
 # -- stability and size ------------------------------------------------------------------------------------

@@ -240,7 +240,8 @@ def recipe(text: str, step: int, env: Mapping[str, str]) -> Recipe:
     start = next(i for i, line in enumerate(lines) if line.startswith(f"### Step {step}"))
     curl = next(i for i in range(start, len(lines)) if lines[i].startswith("curl "))
     words = sh_words(lines[curl].removesuffix(" \\"), env)
-    assert words[:4] == ["curl", "-sSk", "-X", "POST"], lines[curl]
+    # `-sS`, never `-k`: the agent verifies TLS before it sends its key.
+    assert words[:4] == ["curl", "-sS", "-X", "POST"], lines[curl]
     out = Recipe(url=words[4])
     for line in lines[curl + 1 :]:
         assert line.startswith("  -"), f"the recipe ended without a -d line: {line!r}"

@@ -4,41 +4,57 @@ Config (digest §4): module `asset_type` holds four switches (`<type>.enabled`, 
 reads and sets only their own values (no system-admin bypass); unknown_module / invalid_param_key /
 invalid_param_scope (the global-only quota module) / invalid_param_value ("0"/"1" only) → 400, and
 a set is all-or-nothing. Knowledge (spec §2.6, digest §5): data-plane authentication; a user-key
-caller must be an active member of the team concerned; create is an idempotent upsert.
+caller must be an active member of the team concerned; create is an idempotent upsert; only an entry's
+owner or an admin of its team changes or deletes it; a service_url must be on this gateway's public
+origin or an allow-listed one (every teammate's agent is told to send its key there).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from tests.conftest import Gateway
-from tests.meta.org import Member, Org, refused, table_snapshot
+from tests.conftest import Gateway, build_gateway
+from tests.meta.metadata_client import serve
+from tests.meta.org import Member, Org, refused, rows, table_snapshot
 from tests.meta.shapes import ISO_MS, KNOWLEDGE_FIELDS
 
 SWITCHES = ("skill.enabled", "llm_wiki.enabled", "code_graph.enabled", "chat_memory.enabled")
+OWN_URL = "http://127.0.0.1:8420/v3"  # the default public knowledge URL of a gateway on the default address
+ALLOWED = "https://ks.example:9000"  # the one origin this module's gateway allow-lists
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """The module's live server, with one allow-listed knowledge origin."""
+    built = build_gateway(tmp_path_factory.mktemp("live"), knowledge_url_allowlist=[ALLOWED])
+    with serve(built) as gateway:
+        yield gateway
+    built.close()
 
 
 @dataclass
 class Crew:
     org: Org
-    team_id: str  # alice's team; bob is a member
+    team_id: str  # alice's team; bob and dave are members, erin an admin
     other_team: str  # carol's team
     alice: Member
     bob: Member
     carol: Member
+    dave: Member
+    erin: Member
 
 
 @pytest.fixture
 def c(live: Gateway) -> Crew:
     org = Org(live, service=f"svc-{uuid.uuid4().hex[:10]}")
-    alice, bob, carol = org.users("alice", "bob", "carol")
-    team_id = org.staffed_team(alice, "team", (bob, "member"))
-    return Crew(org, team_id, org.team(carol, "other"), alice, bob, carol)
+    alice, bob, carol, dave, erin = org.users("alice", "bob", "carol", "dave", "erin")
+    team_id = org.staffed_team(alice, "team", (bob, "member"), (dave, "member"), (erin, "admin"))
+    return Crew(org, team_id, org.team(carol, "other"), alice, bob, carol, dave, erin)
 
 
 # -- config/user/get ------------------------------------------------------------------------------
@@ -185,7 +201,7 @@ def _kb(c: Crew, knowledge_id: str = "kb-1", **fields: Any) -> dict[str, Any]:
     return {
         "knowledge_id": knowledge_id,
         "type": "wiki",
-        "service_url": "http://knowledge:8424",
+        "service_url": OWN_URL,
         "name": f"wiki {knowledge_id}",
         "team_id": c.team_id,
         **fields,
@@ -278,7 +294,7 @@ def test_knowledge_get_update(c: Crew) -> None:
         "knowledge_id": "kb-1",
         "team_id": c.team_id,
         "name": "renamed",
-        "service_url": "https://ks.example:9000/v3",
+        "service_url": f"{ALLOWED}/v3",
         "repo_url": "https://git/y.git",
         "branch": "dev",
         "summary": None,
@@ -286,7 +302,7 @@ def test_knowledge_get_update(c: Crew) -> None:
     updated = c.org.ok(c.alice, "/v3/knowledge/update", update)
     assert {k: updated[k] for k in ("name", "service_url", "repo_url", "branch", "summary")} == {
         "name": "renamed",
-        "service_url": "https://ks.example:9000/v3",
+        "service_url": f"{ALLOWED}/v3",
         "repo_url": "https://git/y.git",
         "branch": "dev",
         "summary": None,
@@ -438,3 +454,140 @@ def test_knowledge_credentials(c: Crew, make_org: Callable[..., Org]) -> None:
     response = strict.client.post("/v3/knowledge/list", json={"team_id": team_id}, headers=org.headers(None))
     assert response.status_code == 401 and response.json()["message"] == "unauthorized: missing_user_key"
     assert org.ok(org.admin, "/v3/knowledge/list", {"team_id": team_id}) == {"items": [], "total": 0}
+
+
+# -- knowledge: who may change an entry, where it may point ----------------------------------------
+def _not_yours(c: Crew, knowledge_id: str) -> str:
+    return (
+        f"knowledge_id: {knowledge_id} was registered by another user;"
+        f" only its owner or an admin of team {c.team_id} may change or delete it"
+    )
+
+
+def _entry(c: Crew, knowledge_id: str) -> dict[str, Any]:
+    data: dict[str, Any] = c.org.ok(c.alice, "/v3/knowledge/get", {"knowledge_id": knowledge_id})
+    return data
+
+
+def test_a_member_cannot_change_or_delete_another_member_s_entry(c: Crew) -> None:
+    mine = c.org.ok(c.bob, "/v3/knowledge/create", _kb(c, "kb-bob"))
+    assert mine["user_id"] == c.bob.user_id  # a user who sends no user_id registers the entry as their own
+    message = _not_yours(c, "kb-bob")
+    hijack = {"knowledge_id": "kb-bob", "service_url": f"{ALLOWED}/v3"}
+    refused(c.org, c.dave, "/v3/knowledge/update", hijack, 403, message)
+    refused(c.org, c.dave, "/v3/knowledge/update", {**hijack, "team_id": c.team_id, "name": "mine now"}, 403, message)
+    refused(c.org, c.dave, "/v3/knowledge/delete", {"knowledge_ids": ["kb-bob"]}, 403, message)
+    refused(c.org, c.dave, "/v3/knowledge/delete", {"knowledge_ids": ["kb-bob"], "team_id": c.team_id}, 403, message)
+    # Creating an id that exists is an update of that entry, with or without naming oneself as its user.
+    refused(c.org, c.dave, "/v3/knowledge/create", _kb(c, "kb-bob", name="mine now"), 403, message)
+    refused(c.org, c.dave, "/v3/knowledge/create", _kb(c, "kb-bob", user_id=c.dave.user_id), 403, message)
+    # One entry that is not the caller's refuses the whole delete: the caller's own entry is not deleted either.
+    c.org.ok(c.dave, "/v3/knowledge/create", _kb(c, "kb-dave"))
+    refused(c.org, c.dave, "/v3/knowledge/delete", {"knowledge_ids": ["kb-dave", "kb-bob"]}, 403, message)
+    assert _entry(c, "kb-bob") == mine
+    # The owner still manages their entry; a plain member still registers, changes and deletes their own.
+    assert c.org.ok(c.bob, "/v3/knowledge/update", {"knowledge_id": "kb-bob", "name": "renamed"})["name"] == "renamed"
+    assert c.org.ok(c.dave, "/v3/knowledge/update", {"knowledge_id": "kb-dave", "name": "d"})["name"] == "d"
+    assert c.org.ok(c.dave, "/v3/knowledge/delete", {"knowledge_ids": ["kb-dave"]})["deleted_ids"] == ["kb-dave"]
+    assert c.org.ok(c.bob, "/v3/knowledge/delete", {"knowledge_ids": ["kb-bob"]})["deleted_ids"] == ["kb-bob"]
+
+
+def test_team_admins_and_the_owner_manage_every_entry_of_their_team(c: Crew) -> None:
+    c.org.ok(c.bob, "/v3/knowledge/create", _kb(c, "kb-bob"))
+    for who, name in ((c.alice, "by the team owner"), (c.erin, "by a team admin"), (c.org.admin, "by a system admin")):
+        assert c.org.ok(who, "/v3/knowledge/update", {"knowledge_id": "kb-bob", "name": name})["name"] == name
+    assert _as_gateway(c, "/v3/knowledge/update", {"knowledge_id": "kb-bob", "name": "by the gateway key"})
+    # Re-created by an admin without a user_id: the entry keeps its owner.
+    again = c.org.ok(c.erin, "/v3/knowledge/create", _kb(c, "kb-bob", name="re-created"))
+    assert (again["name"], again["user_id"]) == ("re-created", c.bob.user_id)
+    c.org.ok(c.bob, "/v3/knowledge/update", {"knowledge_id": "kb-bob", "summary": "still bob's"})
+    # An entry registered by the gateway key has no owner: only admins change it.
+    _as_gateway(c, "/v3/knowledge/create", _kb(c, "kb-gw"))
+    refused(c.org, c.bob, "/v3/knowledge/update", {"knowledge_id": "kb-gw", "name": "x"}, 403, _not_yours(c, "kb-gw"))
+    # Admin rights are per team: erin administers c.team_id, not carol's team.
+    c.org.ok(c.carol, "/v3/knowledge/create", _kb(c, "kb-carol", team_id=c.other_team))
+    c.org.join(c.other_team, c.carol, c.erin)
+    message = (
+        "knowledge_id: kb-carol was registered by another user;"
+        f" only its owner or an admin of team {c.other_team} may change or delete it"
+    )
+    refused(c.org, c.erin, "/v3/knowledge/delete", {"knowledge_ids": ["kb-carol"]}, 403, message)
+    deleted = c.org.ok(c.erin, "/v3/knowledge/delete", {"knowledge_ids": ["kb-bob", "kb-gw"]})
+    assert deleted == {"deleted_ids": ["kb-bob", "kb-gw"], "failed": []}
+
+
+def test_a_removed_admin_loses_the_right_at_once(c: Crew) -> None:
+    c.org.ok(c.bob, "/v3/knowledge/create", _kb(c, "kb-bob"))
+    c.org.join(c.team_id, c.alice, c.erin, "member")  # demoted
+    body = {"knowledge_id": "kb-bob", "name": "x"}
+    refused(c.org, c.erin, "/v3/knowledge/update", body, 403, _not_yours(c, "kb-bob"))
+
+
+SERVICE_URL_RULE = (
+    "service_url: must be on this gateway's public origin or an origin in MEMHUB_KNOWLEDGE_URL_ALLOWLIST"
+    f" (accepted: http://127.0.0.1:8420, {ALLOWED})"
+)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://evil.example/v3",
+        "http://127.0.0.1.evil.example:8420/v3",  # our host as a prefix of theirs
+        "http://127.0.0.1:8421/v3",  # another port on our host
+        "https://127.0.0.1:8420/v3",  # another scheme
+        "http://localhost:8420/v3",  # the same machine under a name the operator did not list
+        "https://ks.example/v3",  # the allow-listed host on its default port, not 9000
+        "https://ks.example:9001/v3",
+        "http://ks.example:9000/v3",
+        "https://ks.example.evil.example:9000/v3",
+        "https://evil.example/https://ks.example:9000/v3",
+        "https://evil.example/v3?https://ks.example:9000",
+    ],
+)
+def test_a_service_url_on_a_foreign_origin_is_refused(c: Crew, url: str) -> None:
+    c.org.ok(c.bob, "/v3/knowledge/create", _kb(c, "kb-bob"))
+    refused(c.org, c.bob, "/v3/knowledge/create", _kb(c, "kb-new", service_url=url), 400, SERVICE_URL_RULE)
+    refused(c.org, c.bob, "/v3/knowledge/create", _kb(c, "kb-bob", service_url=url), 400, SERVICE_URL_RULE)
+    refused(c.org, c.bob, "/v3/knowledge/update", {"knowledge_id": "kb-bob", "service_url": url}, 400, SERVICE_URL_RULE)
+    # The rule is the same for every caller: a team owner, a system admin, the gateway key.
+    refused(c.org, c.alice, "/v3/knowledge/create", _kb(c, "kb-new", service_url=url), 400, SERVICE_URL_RULE)
+    refused(c.org, c.org.admin, "/v3/knowledge/create", _kb(c, "kb-new", service_url=url), 400, SERVICE_URL_RULE)
+    before = table_snapshot(c.org.gw)
+    response = c.org.gw.client.post(
+        "/v3/knowledge/create", json=_kb(c, "kb-new", service_url=url), headers=_gateway_headers(c)
+    )
+    assert response.status_code == 400 and response.json()["message"] == SERVICE_URL_RULE
+    assert table_snapshot(c.org.gw) == before
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://good@ks.example:9000/v3",  # user info: the host is what follows the @
+        "http://127.0.0.1:8420@evil.example/v3",
+        "https://ks.example:9000\\@evil.example/v3",
+        "https://ks.example:9000 /v3",
+        'https://ks.example:9000/v3"',
+        "https://ks.example:99999/v3",
+    ],
+)
+def test_an_ambiguous_service_url_is_refused(c: Crew, url: str) -> None:
+    message = "service_url: must be an http(s) URL with a plain host: no user@ part, spaces, quotes or backslashes"
+    refused(c.org, c.bob, "/v3/knowledge/create", _kb(c, "kb-new", service_url=url), 400, message)
+
+
+def test_service_urls_on_trusted_origins_are_accepted(c: Crew) -> None:
+    for n, url in enumerate(
+        [
+            OWN_URL,
+            "HTTP://127.0.0.1:8420/v3",
+            "http://127.0.0.1:8420/other/v3",
+            f"{ALLOWED}/v3",
+            "https://KS.example:9000/kb/v3",
+            "https://ks.example.:9000/v3",
+        ]
+    ):
+        assert c.org.ok(c.bob, "/v3/knowledge/create", _kb(c, f"kb-{n}", service_url=url))["service_url"] == url
+    assert c.org.ok(c.bob, "/v3/knowledge/update", {"knowledge_id": "kb-0", "service_url": f"{ALLOWED}/v3"})
+    assert rows(c.org, "SELECT COUNT(*) FROM knowledge_registry WHERE team_id = ?", c.team_id) == [(6,)]

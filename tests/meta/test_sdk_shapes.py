@@ -358,7 +358,7 @@ def test_every_sdk_method_against_a_live_server(live: Gateway) -> None:
         {
             "knowledge_id": "kb-handbook",
             "type": "wiki",
-            "service_url": "http://knowledge:8424",
+            "service_url": "http://127.0.0.1:8420/v3",  # the gateway's own (default) public URL
             "name": "handbook",
             "summary": None,
             "team_id": team_id,

@@ -101,7 +101,8 @@ def create_app(
     app = FastAPI(title="memhub", version=__version__, docs_url="/docs", redoc_url=None, lifespan=lifespan)
     hasher = key_hasher or load_key_hasher(settings.data_dir, settings.key_secret)
     quotas = Quotas(settings.max_users_per_instance, settings.max_teams_per_instance, settings.max_active_keys_per_user)
-    meta = MetaServices.over(store.meta, hasher, quotas)
+    origins = settings.knowledge_origins()
+    meta = MetaServices.over(store.meta, hasher, quotas, origins)
     open_tools = settings.knowledge_tools_auth == "open"
     auth = Authenticator(
         gateway_key, meta.users, require_user_key=settings.data_plane_auth == "user_key", open_tools=open_tools
@@ -132,6 +133,7 @@ def create_app(
         code_graph_config,
         language=settings.knowledge_language,
         open_tools=open_tools,
+        origins=origins,
     )
     started = time.monotonic()
     app.state.knowledge = knowledge

@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from memhub.api.schemas import IsoInstant
+from memhub.meta.origins import origin_of
 from memhub.meta.paging import DEFAULT_LIMIT, MAX_LIMIT, Page
 
 AssetType = Literal["skill", "llm_wiki", "code_graph", "chat_memory"]
@@ -37,6 +38,9 @@ def _url(value: str) -> str:
     parsed = urlparse(value)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise ValueError("must be an http(s) URL")
+    # Different URL parsers must agree on the host an agent will be sent to (with its key).
+    if origin_of(value) is None:
+        raise ValueError("must be an http(s) URL with a plain host: no user@ part, spaces, quotes or backslashes")
     return value
 
 

@@ -5,6 +5,11 @@ archived, deprecated or failed) when the agent has any, otherwise every register
 team, ordered by id so the block is byte-stable. The user's capability flags (`asset_type.llm_wiki.
 enabled`, `asset_type.code_graph.enabled`) filter them. The reference capped the per-agent list at
 20 silently; here the whole list is read.
+
+The block tells agents to send their user key to each resource's URL, so a resource whose URL is not on a
+trusted origin (this gateway's public URL or the operator's allow-list) is never offered, whatever the
+registry holds: the registry refuses such URLs, and rows written before that rule, or by hand, are left out
+here with a warning.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from memhub.knowledge.tools_block import (
 from memhub.meta.caller import Caller
 from memhub.meta.config import ConfigParams
 from memhub.meta.guards import membership
+from memhub.meta.origins import NO_ORIGINS, KnowledgeOrigins
 from memhub.store.meta import MetaKind, MetaStore
 
 log = logging.getLogger("memhub.knowledge")
@@ -42,6 +48,7 @@ class KnowledgeOffer:
     config: ConfigParams
     credential_env: str | None = CREDENTIAL_ENV
     public_url: str | None = None  # where this server's own wikis are reached
+    origins: KnowledgeOrigins = NO_ORIGINS  # where an offered resource may live
 
     def resources(self, caller: Caller, team_id: str, agent_id: str | None) -> list[KnowledgeResource]:
         """The team's (or the agent's) registered resources, ordered by id."""
@@ -71,12 +78,21 @@ class KnowledgeOffer:
             local |= {g["code_graph_id"] for g in r.find(MetaKind.CODE_GRAPH, {"code_graph_id": ids})}
         out: list[KnowledgeResource] = []
         for row in rows:
+            url = self.public_url if row["knowledge_id"] in local and self.public_url else row["service_url"]
+            if not self.origins.allows(url):
+                log.warning(
+                    "knowledge %s of team %s is not offered: its url %r is not on a trusted origin",
+                    row["knowledge_id"],
+                    team_id,
+                    url,
+                )
+                continue
             try:
                 out.append(
                     KnowledgeResource(
                         type=row["type"],
                         id=row["knowledge_id"],
-                        url=self.public_url if row["knowledge_id"] in local and self.public_url else row["service_url"],
+                        url=url,
                         name=row["name"],
                         summary=row["summary"],
                         repo_url=row["repo_url"],
@@ -121,7 +137,12 @@ class KnowledgeOffer:
             headers["x-tdai-agent-id"] = agent_id
         try:
             text = render_knowledge_tools(
-                resources, capabilities=flags, headers=headers, language=language, credential_env=self.credential_env
+                resources,
+                capabilities=flags,
+                headers=headers,
+                language=language,
+                credential_env=self.credential_env,
+                origins=self.origins,
             )
         except ValueError as exc:
             raise BadRequest(f"x-tdai-service-id: {exc}") from None

@@ -10,6 +10,7 @@ from memhub.knowledge.toolcall import KnowledgeTools
 from memhub.knowledge.tools import Language
 from memhub.knowledge.wiki.service import WikiConfig, WikiService
 from memhub.meta.config import ConfigParams
+from memhub.meta.origins import KnowledgeOrigins
 from memhub.store.meta import MetaStore
 
 
@@ -32,12 +33,20 @@ class KnowledgeServices:
         *,
         language: Language,
         open_tools: bool,
+        origins: KnowledgeOrigins | None = None,
     ) -> KnowledgeServices:
-        """All knowledge services; with open tools the prompt recipes carry no credential line."""
+        """All knowledge services; with open tools the prompt recipes carry no credential line.
+
+        `origins` are where offered resources may live; by default only the wikis' public URL.
+        """
         wikis = WikiService(store, wiki)
         code_graphs = CodeGraphService(store, code_graph)
         offer = KnowledgeOffer(
-            store, config, credential_env=None if open_tools else CREDENTIAL_ENV, public_url=wiki.public_url
+            store,
+            config,
+            credential_env=None if open_tools else CREDENTIAL_ENV,
+            public_url=wiki.public_url,
+            origins=origins or KnowledgeOrigins.of(wiki.public_url),
         )
         return cls(wikis, code_graphs, KnowledgeTools(wikis, code_graphs, language), offer)
 

@@ -13,6 +13,10 @@ Deliberate tightenings over the reference renderer, each identical to it for wel
   break the tag or curl layout or start a new prompt line;
 - only `x-tdai-service-id` and the six telemetry headers are ever rendered: a secret passed in by mistake
   (Authorization, api keys, `x-tdai-user-key`) never reaches the prompt.
+
+Two differences for every input: the recipes run `curl -sS`, not the reference's `curl -sSk`, so TLS is
+verified before the key is sent; and a key recipe is rendered only next to resources whose URL is on a trusted
+origin (this gateway's or the operator's allow-list): a resource elsewhere is left out of the block.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from memhub.meta.origins import KnowledgeOrigins
 
 Language = Literal["en", "zh"]
 ResourceType = Literal["wiki", "code-graph"]
@@ -212,7 +218,7 @@ _EN: tuple[str, ...] = (
     " are rejected).",
     "",
     "### Step 1: get the tool list (once per resource, the **first** time you use it)",
-    "curl -sSk -X POST <url>/tools/list \\",
+    "curl -sS -X POST <url>/tools/list \\",
     "  -H 'content-type: application/json' \\",
     "{headers}",
     '  -d \'{"knowledge_id":"<knowledge_id>"}\'',
@@ -223,7 +229,7 @@ _EN: tuple[str, ...] = (
     " tools/list again for the same resource (unless you have forgotten them).",
     "",
     "### Step 2: run a tool",
-    "curl -sSk -X POST <url>/tools/call \\",
+    "curl -sS -X POST <url>/tools/call \\",
     "  -H 'content-type: application/json' \\",
     "{headers}",
     '  -d \'{"knowledge_id":"<knowledge_id>", "tool_name":"<name from Step 1>", "params":{...}}\'',
@@ -283,7 +289,7 @@ _ZH: tuple[str, ...] = (
     "**每个请求都必须带请求头** `x-tdai-service-id: {sid}`（租户标识，缺少会被拒绝）。",
     "",
     "### Step 1: 获取工具清单（每个资源**第一次**使用时调用一次）",
-    "curl -sSk -X POST <url>/tools/list \\",
+    "curl -sS -X POST <url>/tools/list \\",
     "  -H 'content-type: application/json' \\",
     "{headers}",
     '  -d \'{"knowledge_id":"<知识id>"}\'',
@@ -292,7 +298,7 @@ _ZH: tuple[str, ...] = (
     "记住返回的工具名和参数，**本会话内复用**；不要对同一资源重复调用 tools/list（忘记了再调）。",
     "",
     "### Step 2: 执行工具",
-    "curl -sSk -X POST <url>/tools/call \\",
+    "curl -sS -X POST <url>/tools/call \\",
     "  -H 'content-type: application/json' \\",
     "{headers}",
     '  -d \'{"knowledge_id":"<知识id>", "tool_name":"<Step1返回的name>", "params":{...}}\'',
@@ -326,8 +332,10 @@ def render_knowledge_tools(
     headers: Mapping[str, str],
     language: Language = "en",
     credential_env: str | None = None,
+    origins: KnowledgeOrigins | None = None,
 ) -> str:
-    """The `<knowledge_tools>…</knowledge_tools>\\n` block, or "" when no resource survives the capability filter.
+    """The `<knowledge_tools>…</knowledge_tools>\\n` block, or "" when no resource survives the capability filter
+    (and the origin check).
 
     `headers` must hold `x-tdai-service-id`; of the rest only the six telemetry headers are rendered (names are
     matched case-insensitively, values single-quote shell-escaped). Resources keep the given order; a resource
@@ -335,16 +343,21 @@ def render_knowledge_tools(
 
     `credential_env` names an environment variable holding the agent's key (e.g. `MEMHUB_USER_KEY`): the
     recipes then send `authorization: Bearer ${NAME}`, which the agent's shell expands, so a server that
-    requires a key is reachable while the key itself never enters the prompt.
+    requires a key is reachable while the key itself never enters the prompt. The recipes are shared by every
+    resource, so a key recipe needs `origins`: a resource whose URL is not on one of them is left out.
     """
     if credential_env is not None and not _ENV_NAME_RE.match(credential_env):
         raise ValueError("credential_env must be an environment variable name ([A-Z_][A-Z0-9_]*)")
+    if credential_env is not None and origins is None:
+        raise ValueError("credential_env needs origins: the key may only be sent to trusted origins")
     if language not in _TEXT:
         raise ValueError(f"unsupported language: {language!r} (expected 'en' or 'zh')")
     kept = filter_by_capabilities(resources, capabilities)
     seen: set[str] = set()
     unique: list[KnowledgeResource] = []
     for r in kept:
+        if origins is not None and not origins.allows(r.url):
+            continue
         if r.id not in seen:
             seen.add(r.id)
             unique.append(r)

@@ -3,7 +3,12 @@
 These routes use the data-plane envelope, so failures are memhub.errors with the original's plain
 messages ("Knowledge not found", "Knowledge team_id mismatch"). The original had no per-user
 authorization; memhub requires a user caller (not a system admin, not the gateway key) to be an
-active member of the team concerned.
+active member of the team concerned, and only the entry's owner (the registering user) or an admin
+of its team may change or delete it.
+
+Every teammate's agent is told to send its user key to an entry's `service_url`, so a `service_url` must
+be on a trusted origin (this gateway's public URL or the operator's allow-list): a member who could
+register `https://evil.example/v3` would collect the keys of the whole team.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from memhub.errors import BadRequest, Forbidden, NotFound
 from memhub.meta import audit
 from memhub.meta.caller import Caller
 from memhub.meta.clock import now_iso
-from memhub.meta.guards import membership
+from memhub.meta.guards import is_team_admin, membership
+from memhub.meta.origins import KnowledgeOrigins
 from memhub.store.meta import MetaKind, MetaReader, MetaStore, MetaWriter, Row
 
 KNOWLEDGE_TYPES = ("wiki", "code-graph")
@@ -65,6 +71,23 @@ def _require_member(r: MetaReader, caller: Caller, team_id: str) -> None:
         raise Forbidden(f"Not a member of team {team_id}")
 
 
+def _may_change(r: MetaReader, caller: Caller, row: Row) -> bool:
+    """The entry's owner, an admin or the owner of its team, a system admin or the gateway key."""
+    if not _gated(caller) or (row["user_id"] is not None and row["user_id"] == caller.user_id):
+        return True
+    team = r.get(MetaKind.TEAM, row["team_id"])
+    me = caller.user_id or ""
+    return (team is not None and team["owner_user_id"] == me) or is_team_admin(r, row["team_id"], me)
+
+
+def _require_change(r: MetaReader, caller: Caller, row: Row) -> None:
+    if not _may_change(r, caller, row):
+        raise Forbidden(
+            f"knowledge_id: {row['knowledge_id']} was registered by another user;"
+            f" only its owner or an admin of team {row['team_id']} may change or delete it"
+        )
+
+
 def _scoped(r: MetaReader, caller: Caller, knowledge_id: str, team_id: str | None) -> Row:
     """The entry, checked against the optional team guard and the caller's membership."""
     if team_id is not None:
@@ -109,20 +132,34 @@ class KnowledgeRegistry:
     """Knowledge entries of every tenant."""
 
     store: MetaStore
+    origins: KnowledgeOrigins  # where a registered service_url may point
+
+    def _check_url(self, url: str | None) -> None:
+        if url is not None and not self.origins.allows(url):
+            raise BadRequest(f"service_url: {self.origins.rule()}")
 
     def create(self, caller: Caller, fields: Mapping[str, Any]) -> Row:
-        """knowledge/create: idempotent upsert keyed by knowledge_id (created_at kept on re-create)."""
+        """knowledge/create: idempotent upsert keyed by knowledge_id (created_at kept on re-create).
+
+        Re-creating an existing id is an update of that entry: its owner stays unless `user_id` names a new one.
+        A user who sends no `user_id` registers the entry as their own.
+        """
         knowledge_id, team_id = fields["knowledge_id"], fields["team_id"]
         user_id = fields.get("user_id")
         if _gated(caller) and user_id is not None and user_id != caller.user_id:
             raise Forbidden("user_id does not match caller")
+        self._check_url(fields["service_url"])
         with self.store.writing(caller.service_id) as w:
             _require_member(w, caller, team_id)
             old = w.get(MetaKind.KNOWLEDGE, knowledge_id)
-            # Re-registering must not move another team's entry into the caller's team.
-            if old is not None and old["team_id"] != team_id and not _member(w, caller, old["team_id"]):
-                raise Forbidden(MISMATCH)
-            register(w, fields)
+            if old is not None:
+                # Re-registering must not move another team's entry into the caller's team.
+                if old["team_id"] != team_id and not _member(w, caller, old["team_id"]):
+                    raise Forbidden(MISMATCH)
+                _require_change(w, caller, old)
+            if user_id is None:
+                user_id = old["user_id"] if old is not None else caller.user_id
+            register(w, {**fields, "user_id": user_id})
             audit.record(w, caller, "knowledge/create", [knowledge_id], {"team_id": team_id, "type": fields["type"]})
             stored = w.get(MetaKind.KNOWLEDGE, knowledge_id)
         assert stored is not None
@@ -135,13 +172,17 @@ class KnowledgeRegistry:
 
     def update(self, caller: Caller, knowledge_id: str, changes: Mapping[str, Any], team_id: str | None = None) -> Row:
         """knowledge/update: name, summary (null clears), service_url, repo_url, branch."""
+        self._check_url(changes.get("service_url"))
         with self.store.writing(caller.service_id) as w:
-            _scoped(w, caller, knowledge_id, team_id)
+            _require_change(w, caller, _scoped(w, caller, knowledge_id, team_id))
             patch = {k: v for k, v in changes.items() if k in UPDATABLE and (v is not None or k == "summary")}
             return knowledge_view(audit.changed(w, caller, MetaKind.KNOWLEDGE, knowledge_id, patch, "knowledge/update"))
 
     def delete(self, caller: Caller, knowledge_ids: Sequence[str], team_id: str | None = None) -> Row:
-        """knowledge/delete: `{deleted_ids, failed:[{id, reason: not_found|team_mismatch}]}`."""
+        """knowledge/delete: `{deleted_ids, failed:[{id, reason: not_found|team_mismatch}]}`.
+
+        One entry the caller may not change refuses the whole request (403) before anything is deleted.
+        """
         ids = list(dict.fromkeys(knowledge_ids))
         if not ids or len(ids) > DELETE_MAX:
             raise BadRequest(f"knowledge_ids: must hold 1 to {DELETE_MAX} ids")
@@ -157,8 +198,10 @@ class KnowledgeRegistry:
                 elif team_id is not None and row["team_id"] != team_id:
                     failed.append({"id": knowledge_id, "reason": "team_mismatch"})
                 else:
-                    w.delete(MetaKind.KNOWLEDGE, {"knowledge_id": knowledge_id})
+                    _require_change(w, caller, row)
                     deleted.append(knowledge_id)
+            for knowledge_id in deleted:
+                w.delete(MetaKind.KNOWLEDGE, {"knowledge_id": knowledge_id})
             if deleted:
                 audit.record(w, caller, "knowledge/delete", deleted, {"team_id": team_id, "failed": failed})
         return {"deleted_ids": deleted, "failed": failed}

@@ -19,6 +19,7 @@ from memhub.meta.caller import Caller
 from memhub.meta.config import ConfigParams
 from memhub.meta.keys import KeyHasher
 from memhub.meta.knowledge import KnowledgeRegistry
+from memhub.meta.origins import NO_ORIGINS, KnowledgeOrigins
 from memhub.meta.quotas import Quotas
 from memhub.meta.tasks import Tasks
 from memhub.meta.teams import Teams
@@ -45,8 +46,17 @@ class MetaServices:
     access: DataPlaneAccess
 
     @classmethod
-    def over(cls, store: MetaStore, hasher: KeyHasher, quotas: Quotas | None = None) -> MetaServices:
-        """All services over one store; quotas default to the original's (500 users, 100 teams, 20 keys)."""
+    def over(
+        cls,
+        store: MetaStore,
+        hasher: KeyHasher,
+        quotas: Quotas | None = None,
+        knowledge_origins: KnowledgeOrigins | None = None,
+    ) -> MetaServices:
+        """All services over one store; quotas default to the original's (500 users, 100 teams, 20 keys).
+
+        `knowledge_origins` are where registered knowledge services may live; without them none is accepted.
+        """
         quotas = quotas or Quotas()
         assets = Assets(store)
         agents = Agents(
@@ -64,7 +74,7 @@ class MetaServices:
             tasks=Tasks(store),
             assets=assets,
             config=ConfigParams(store, quotas),
-            knowledge=KnowledgeRegistry(store),
+            knowledge=KnowledgeRegistry(store, knowledge_origins or NO_ORIGINS),
             access=DataPlaneAccess(store),
         )
 
