@@ -170,4 +170,6 @@ MIGRATIONS: list[Migration] = [
     # v7: chat-memory/clear finds an agent's L0 messages across its users and tasks (as l1_by_profile does for L1).
     "CREATE INDEX l0_by_profile ON l0_messages (service_id, agent_id, team_id)",
     add_prompt_owners,
+    # v9: a user key's pipeline/jobs, status and replay read only its own scopes' jobs, found by target.
+    "CREATE INDEX pipeline_jobs_by_target ON pipeline_jobs (service_id, target)",
 ]
