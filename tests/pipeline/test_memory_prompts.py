@@ -15,6 +15,7 @@ from memhub.api.dataplane import DataPlane
 from memhub.api.routes import generation_log, memory_prompt
 from memhub.errors import Conflict
 from memhub.gateway_key import ensure_gateway_key
+from memhub.memory.prompt_access import INSTANCE_ADMIN, PromptAccess
 from memhub.memory.prompts import MAX_PROMPTS, MemoryPromptService, builtin, compose, prompt_ref
 from memhub.pipeline.generation_log import GenerationLogService
 from memhub.store.prompts import MemoryPrompt, PromptTarget, ResolvedPrompt
@@ -34,7 +35,8 @@ def wire(gw: Gateway) -> None:
     # Strict on purpose: these routes must be exempt from strict isolation however the plane is set.
     plane = DataPlane(auth, app.state.memory, app.state.meta, 1 << 20, strict_isolation=True)
     store = SQLitePromptStore(gw.store)
-    v3 = [*memory_prompt.routes(MemoryPromptService(store)), *generation_log.routes(GenerationLogService(store))]
+    prompts = memory_prompt.routes(MemoryPromptService(store), PromptAccess(gw.store.meta))
+    v3 = [*prompts, *generation_log.routes(GenerationLogService(store))]
     memory_prompt.mount(plane, app, v3)
 
 
@@ -164,10 +166,10 @@ def test_the_500th_prompt_is_accepted_and_the_501st_is_409(gw: Gateway) -> None:
 
 def test_a_smaller_limit_is_enforced_by_the_service(gw: Gateway) -> None:
     service = MemoryPromptService(SQLitePromptStore(gw.store), max_prompts=2)
-    service.create("svc-z", "a", "l1", "x")
-    service.create("svc-z", "b", "l3", "x")
+    service.create("svc-z", INSTANCE_ADMIN, "", "a", "l1", "x")
+    service.create("svc-z", INSTANCE_ADMIN, "t1", "b", "l3", "x")
     with pytest.raises(Conflict, match="PROMPT_LIMIT_EXCEEDED: maximum 2 prompts per instance"):
-        service.create("svc-z", "c", "l2", "x")
+        service.create("svc-z", INSTANCE_ADMIN, "t2", "c", "l2", "x")
 
 
 # -- listing ---------------------------------------------------------------------------------------
@@ -336,7 +338,7 @@ def test_setting_list_validation(gw: Gateway, body: dict[str, Any], message: str
 def test_log_defaults_to_the_last_week_and_takes_a_window(gw: Gateway) -> None:
     pid = create(gw)
     old = MemoryPromptService(SQLitePromptStore(gw.store), clock=lambda: now_ms() - 10 * DAY_MS)
-    old.set("svc-a", "apply", "l1", [PromptTarget("t1")], pid, "req-old")
+    old.set("svc-a", INSTANCE_ADMIN, "apply", "l1", [PromptTarget("t1")], pid, "req-old")
     ok(gw, "set", {"action": "apply", "layer": "l1", "memory_prompt_id": pid, "team_id": "t2"})
     recent = ok(gw, "log", {"memory_prompt_id": pid})["items"]
     assert [e["team_id"] for e in recent] == ["t2"]

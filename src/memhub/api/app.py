@@ -47,6 +47,7 @@ from memhub.knowledge.services import KnowledgeServices
 from memhub.knowledge.wiki.service import WikiConfig
 from memhub.memory.chat_memory import ChatMemoryService
 from memhub.memory.embedding import EmbeddingRuntime
+from memhub.memory.prompt_access import PromptAccess
 from memhub.memory.prompts import MemoryPromptService
 from memhub.memory.services import MemoryServices
 from memhub.meta.keys import KeyHasher, load_key_hasher
@@ -178,7 +179,8 @@ def create_app(
         plane.mount(app, DATA_ROUTES)
         prompts = MemoryPromptService(store.prompts)
         generations = GenerationLogService(store.prompts)
-        v3_only = [*memory_prompt.routes(prompts), *generation_log.routes(generations)]
+        prompt_access = PromptAccess(store.meta)
+        v3_only = [*memory_prompt.routes(prompts, prompt_access), *generation_log.routes(generations)]
         memory_prompt.mount(plane, app, v3_only)
         app.state.memory_prompts = prompts
         app.state.generation_log = generations

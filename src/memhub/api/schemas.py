@@ -17,6 +17,7 @@ MAX_QUERY_CHARS = 2048
 MAX_METADATA_BYTES = 4096
 MAX_ID_CHARS = 256
 MAX_DOCUMENT_CHARS = 200_000
+SQLITE_MAX_INT = (1 << 63) - 1  # the largest integer SQLite stores
 
 
 def _iso_instant(value: str) -> str:
@@ -271,7 +272,8 @@ class PipelineJobs(Body):
 
 
 class PipelineReplay(Body):
-    job_ids: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, max_length=500)
+    # Job ids are SQLite integers: a larger number is no job, and must not reach the database as one.
+    job_ids: list[Annotated[int, Field(ge=1, le=SQLITE_MAX_INT)]] = Field(min_length=1, max_length=500)
 
 
 class PipelineFlush(Body):

@@ -1,4 +1,5 @@
-"""Custom memory prompts (spec §2.6): stored per instance, resolved agent → team → instance → built-in.
+"""Custom memory prompts (spec §2.6): stored per instance, owned by a team or by the instance,
+resolved agent → team → instance → built-in.
 
 A resolved custom prompt is appended to the pipeline's own system prompt inside a tagged block,
 followed by a guard that keeps the output protocol (JSON for L1, scene Markdown for L2, the
@@ -11,10 +12,11 @@ import hashlib
 import re
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memhub.errors import BadRequest, Conflict, NotFound
+from memhub.memory.prompt_access import PromptRights
 from memhub.store.prompts import (
     MemoryPrompt,
     Page,
@@ -92,6 +94,7 @@ def prompt_view(p: MemoryPrompt) -> dict[str, Any]:
         "prompt": p.prompt,
         "version": p.version,
         "status": "active",
+        "team_id": p.owner_team_id or None,  # memhub: the owner team (null: an instance-level prompt)
         "created_at_ms": p.created_ms,
         "updated_at_ms": p.updated_ms,
         "created_at": ms_to_iso(p.created_ms),
@@ -140,16 +143,24 @@ def setting_log_view(entry: SettingLog) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class MemoryPromptService:
-    """Create, change, apply and resolve the custom memory prompts of an instance."""
+    """Create, change, apply and resolve the custom memory prompts of an instance, as far as a caller may.
+
+    Every caller-facing operation takes the caller's PromptRights (memhub.memory.prompt_access): a
+    prompt it may not read answers as not found, a change it may not make is refused with 403, and
+    nothing is written before both checks pass. `resolve` serves the pipeline and trusts its ids.
+    """
 
     store: PromptStore
     max_prompts: int = MAX_PROMPTS
     clock: Callable[[], int] = now_ms
 
-    def create(self, service_id: str, name: str, layer: PromptLayer, prompt: str) -> MemoryPrompt:
-        """A new prompt (version 1); 409 PROMPT_LIMIT_EXCEEDED when the instance is full."""
+    def create(
+        self, service_id: str, rights: PromptRights, owner_team_id: str, name: str, layer: PromptLayer, prompt: str
+    ) -> MemoryPrompt:
+        """A new prompt (version 1) of `owner_team_id` ("" = the instance); 409 PROMPT_LIMIT_EXCEEDED when full."""
+        rights.require_write(owner_team_id, "team_id")
         now = self.clock()
-        record = MemoryPrompt(f"mp-{uuid.uuid4()}", name, layer, prompt, 1, now, now)
+        record = MemoryPrompt(f"mp-{uuid.uuid4()}", name, layer, prompt, 1, now, now, owner_team_id)
         if not self.store.create_prompt(service_id, record, self.max_prompts):
             raise Conflict(
                 f"PROMPT_LIMIT_EXCEEDED: maximum {self.max_prompts} prompts per instance",
@@ -157,71 +168,110 @@ class MemoryPromptService:
             )
         return record
 
-    def get(self, service_id: str, memory_prompt_id: str) -> MemoryPrompt:
-        """One prompt, or 404."""
+    def get(self, service_id: str, rights: PromptRights, memory_prompt_id: str) -> MemoryPrompt:
+        """One prompt the caller may read, or 404 (whether it does not exist or belongs to someone else)."""
         found = self.store.get_prompts(service_id, [memory_prompt_id])
-        if not found:
+        if not found or not rights.may_read(found[0].owner_team_id):
             raise NotFound(NOT_FOUND)
         return found[0]
 
-    def list(self, service_id: str, layer: PromptLayer | None, page: Page) -> tuple[list[MemoryPrompt], int]:
-        """A page of the instance's prompts, and how many there are."""
-        return self.store.list_prompts(service_id, layer, page)
+    def list(
+        self, service_id: str, rights: PromptRights, layer: PromptLayer | None, page: Page
+    ) -> tuple[list[MemoryPrompt], int]:
+        """A page of the prompts the caller may read, and how many there are."""
+        return self.store.list_prompts(service_id, layer, page, owners=rights.readable)
 
-    def update(self, service_id: str, memory_prompt_id: str, name: str | None, prompt: str | None) -> MemoryPrompt:
-        """Rename and/or rewrite a prompt; its version goes up by one (the id stays)."""
+    def update(
+        self, service_id: str, rights: PromptRights, memory_prompt_id: str, name: str | None, prompt: str | None
+    ) -> MemoryPrompt:
+        """Rename and/or rewrite a prompt; its version goes up by one (the id and the owner stay)."""
         if name is None and prompt is None:
             raise BadRequest("name: name or prompt is required")
-        updated = self.store.update_prompt(service_id, memory_prompt_id, name, prompt, self.clock())
-        if updated is None:
+        current = self.get(service_id, rights, memory_prompt_id)
+        rights.require_write(current.owner_team_id, "memory_prompt_id")
+        updated = self.store.update_prompt(
+            service_id, memory_prompt_id, name, prompt, self.clock(), owners=rights.writable
+        )
+        if updated is None:  # deleted between the check and the write
             raise NotFound(NOT_FOUND)
         return updated
 
-    def delete(self, service_id: str, ids: Sequence[str], request_id: str) -> dict[str, Any]:
-        """Delete prompts (every id must exist) and clear the settings that used them."""
+    def delete(self, service_id: str, rights: PromptRights, ids: Sequence[str], request_id: str) -> dict[str, Any]:
+        """Delete prompts (every id must exist and be the caller's to change) and clear the settings that used them."""
         unique = list(dict.fromkeys(ids))
-        cleared = self.store.delete_prompts(service_id, unique, request_id, self.clock())
-        if cleared is None:
-            present = {p.memory_prompt_id for p in self.store.get_prompts(service_id, unique)}
-            missing = [i for i in unique if i not in present]
-            raise NotFound(f"{NOT_FOUND}: batch delete requires every id to exist", data={"missing_ids": missing})
+        readable = {p.memory_prompt_id: p for p in self._readable(service_id, rights, unique)}
+        self._require_all(unique, readable)
+        for index, memory_prompt_id in enumerate(unique):
+            rights.require_write(readable[memory_prompt_id].owner_team_id, f"memory_prompt_ids[{index}]")
+        cleared = self.store.delete_prompts(service_id, unique, request_id, self.clock(), owners=rights.writable)
+        if cleared is None:  # one was deleted meanwhile
+            self._require_all(unique, {p.memory_prompt_id: p for p in self._readable(service_id, rights, unique)})
+            raise NotFound(NOT_FOUND)
         counts: dict[TargetType, int] = {"instance": 0, "team": 0, "agent": 0}
         for setting in cleared:
             counts[setting.target.type] += 1
         return {"deleted_prompt_ids": unique, "cleared_settings": counts}
 
+    def _readable(self, service_id: str, rights: PromptRights, ids: Sequence[str]) -> list[MemoryPrompt]:
+        return [p for p in self.store.get_prompts(service_id, ids) if rights.may_read(p.owner_team_id)]
+
+    @staticmethod
+    def _require_all(ids: Sequence[str], found: dict[str, MemoryPrompt]) -> None:
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise NotFound(f"{NOT_FOUND}: batch delete requires every id to exist", data={"missing_ids": missing})
+
     def set(
         self,
         service_id: str,
+        rights: PromptRights,
         action: SettingAction,
         layer: PromptLayer,
         targets: Sequence[PromptTarget],
         memory_prompt_id: str | None,
         request_id: str,
     ) -> int:
-        """Apply a prompt to (or clear) each target for a layer; how many settings changed."""
+        """Apply a prompt to (or clear) each target for a layer; how many settings changed.
+
+        The targets are the caller's to change (the instance's only for instance administrators), and a
+        target may only use an instance-level prompt or one of its own team's.
+        """
+        for target in targets:
+            rights.require_write(target.team_id, "team_id")
         if action == "clear":
             return self.store.clear_settings(service_id, targets, layer, request_id, self.clock())
         if memory_prompt_id is None:
             raise BadRequest("memory_prompt_id: is required for apply")
-        prompt = self.get(service_id, memory_prompt_id)
+        prompt = self.get(service_id, rights, memory_prompt_id)
         if prompt.layer != layer:
             raise BadRequest(
                 f"PROMPT_LAYER_MISMATCH: prompt {memory_prompt_id} is for {prompt.layer}, not {layer}",
                 data={"prompt_layer": prompt.layer, "layer": layer},
+            )
+        owner = prompt.owner_team_id
+        foreign = next((t for t in targets if owner and t.team_id != owner), None)
+        if foreign is not None:
+            where = f"team {foreign.team_id}" if foreign.team_id else "the whole instance"
+            raise BadRequest(
+                f"PROMPT_TEAM_MISMATCH: memory_prompt_id: prompt {memory_prompt_id} belongs to team {owner} "
+                f"and cannot be applied to {where}",
+                data={"prompt_team_id": owner, "team_id": foreign.team_id or None},
             )
         changed = self.store.apply_prompt(service_id, memory_prompt_id, targets, layer, request_id, self.clock())
         if changed is None:  # deleted between the check and the write
             raise NotFound(NOT_FOUND)
         return changed
 
-    def settings(self, service_id: str, flt: SettingFilter, page: Page) -> tuple[list[PromptSetting], int]:
-        """A page of settings, and how many match."""
-        return self.store.list_settings(service_id, flt, page)
+    def settings(
+        self, service_id: str, rights: PromptRights, flt: SettingFilter, page: Page
+    ) -> tuple[list[PromptSetting], int]:
+        """A page of the settings the caller may read (of its teams' targets), and how many match."""
+        return self.store.list_settings(service_id, replace(flt, teams=rights.readable), page)
 
     def logs(
         self,
         service_id: str,
+        rights: PromptRights,
         page: Page,
         *,
         window: tuple[int, int] | None = None,
@@ -230,11 +280,11 @@ class MemoryPromptService:
         agent_id: str | None = None,
         action: SettingAction | None = None,
     ) -> tuple[list[SettingLog], int]:
-        """Setting changes in an inclusive (start_ms, end_ms) window; the last 7 days without one."""
+        """Setting changes the caller may read in an inclusive (start_ms, end_ms) window (default: the last 7 days)."""
         if window is None:
             end = self.clock()
             window = (end - LOG_DEFAULT_WINDOW_MS, end)
-        flt = SettingLogFilter(window[0], window[1], memory_prompt_id, team_id, agent_id, action)
+        flt = SettingLogFilter(window[0], window[1], memory_prompt_id, team_id, agent_id, action, rights.readable)
         return self.store.list_setting_logs(service_id, flt, page)
 
     def resolve(self, service_id: str, team_id: str, agent_id: str, layer: PromptLayer) -> ResolvedPrompt:

@@ -28,6 +28,11 @@ class Caller:
         return self.user_id is None
 
     @property
+    def is_instance_admin(self) -> bool:
+        """The gateway key or a system admin: may see and manage everything of the tenant on the data plane."""
+        return self.is_service_key or self.is_system_admin
+
+    @property
     def actor(self) -> str:
         """How the audit log names this caller."""
         return self.user_id or "gateway-key"

@@ -1,4 +1,9 @@
-"""What the pipeline tells and takes from clients: status, jobs, replay, flush, memory history."""
+"""What the pipeline tells and takes from clients: status, jobs, replay, flush, memory history.
+
+Status, jobs and replay cover what the caller may see: the whole tenant for an instance
+administrator, otherwise the jobs of the request's own scopes (its L0/L1 scope's sessions and its
+L2/L3 profile), chosen inside the store's queries. A job outside them does not exist for the caller.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from memhub.errors import Forbidden, NotFound
 from memhub.pipeline.worker import PipelineWorker
 from memhub.scope import Isolation
 from memhub.store import MemoryStore
-from memhub.store.pipeline import Job
+from memhub.store.pipeline import Job, JobScope
 from memhub.timeutil import ms_to_iso, now_ms
 
 STAGES = ("l1", "l2", "l3")
@@ -32,6 +37,11 @@ def job_view(job: Job) -> dict[str, Any]:
     }
 
 
+def _job_scope(iso: Isolation | None) -> JobScope | None:
+    # Through the isolation's own scope helpers: the jobs are exactly those of the scopes the layers use.
+    return JobScope.of(iso.memory, iso.profile) if iso is not None else None
+
+
 @dataclass
 class PipelineService:
     """Status and control of the pipeline of one store."""
@@ -40,9 +50,13 @@ class PipelineService:
     worker: PipelineWorker | None
     generator: str
 
-    def status(self, service_id: str) -> dict[str, Any]:
-        """Spec §2.8 shape per stage, plus dead-lettered counts and the worker's state."""
-        counts = self.store.pipeline.counts(service_id)
+    def status(self, service_id: str, scope: Isolation | None = None, *, worker_error: bool = True) -> dict[str, Any]:
+        """Spec §2.8 shape per stage, plus dead-lettered counts and the worker's state.
+
+        `scope`: count only the jobs and sessions of this isolation (None: the whole tenant).
+        `worker_error`: show the worker's last error, which may come from any tenant's job.
+        """
+        counts = self.store.pipeline.counts(service_id, _job_scope(scope))
         out: dict[str, Any] = {}
         for stage in STAGES:
             queued = counts.queued.get(stage, [])
@@ -62,20 +76,26 @@ class PipelineService:
             "generator": self.generator,
             "jobs_done": worker.jobs_done if worker else 0,
             "jobs_failed": worker.jobs_failed if worker else 0,
-            "last_error": worker.last_error if worker else None,
+            "last_error": worker.last_error if worker and worker_error else None,
         }
         return out
 
-    def jobs(self, service_id: str, states: Sequence[str], limit: int) -> list[dict[str, Any]]:
-        """Jobs in these states, newest first."""
-        return [job_view(j) for j in self.store.pipeline.jobs(service_id, states, limit)]
+    def jobs(
+        self, service_id: str, states: Sequence[str], limit: int, scope: Isolation | None = None
+    ) -> list[dict[str, Any]]:
+        """Jobs in these states (of this isolation's scopes; None: the whole tenant), newest first."""
+        return [job_view(j) for j in self.store.pipeline.jobs(service_id, states, limit, _job_scope(scope))]
 
-    def replay(self, service_id: str, job_ids: Sequence[int]) -> int:
-        """Dead-lettered jobs back into the queue."""
-        replayed = self.store.pipeline.replay(service_id, job_ids, now_ms())
-        if replayed and self.worker is not None:
+    def replay(self, service_id: str, job_ids: Sequence[int], scope: Isolation | None = None) -> int:
+        """Dead-lettered jobs back into the queue; 404 naming the ids that are not jobs the caller may see."""
+        result = self.store.pipeline.replay(service_id, job_ids, now_ms(), _job_scope(scope))
+        if result.missing:
+            positions = {job_id: i for i, job_id in reversed(list(enumerate(job_ids)))}
+            text = "; ".join(f"job_ids[{positions[j]}]: job not found: {j}" for j in result.missing[:5])
+            raise NotFound(text, data={"missing_ids": list(result.missing)})
+        if result.count and self.worker is not None:
             self.worker.nudge()
-        return replayed
+        return result.count
 
     def flush(self, iso: Isolation) -> int:
         """Extract everything waiting in the caller's scope now (one session, or all), then L2 and L3."""

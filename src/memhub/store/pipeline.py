@@ -83,6 +83,27 @@ class L1Outcome:
 
 
 @dataclass(frozen=True, slots=True)
+class JobScope:
+    """The jobs one caller may see: L1 jobs of its L0/L1 scopes' sessions, L2/L3 jobs of its profiles."""
+
+    memory_keys: tuple[str, ...] = ()
+    profile_keys: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, memory: MemoryScope, profile: ProfileScope) -> JobScope:
+        """The jobs of one L0/L1 scope and one L2/L3 profile."""
+        return cls((memory.key,), (profile.key,))
+
+
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """What a replay did: how many jobs it re-queued, or the ids it could not find (then it changed nothing)."""
+
+    count: int = 0
+    missing: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class PipelineCounts:
     """Open work by stage, for /v2/pipeline/status."""
 
@@ -125,16 +146,21 @@ class PipelineStore(ABC):
     def fail(self, job: Job, owner: str, error: str, now_ms: int, retry_at_ms: int | None) -> None:
         """Record a failure: retried at `retry_at_ms`, or dead-lettered when None."""
 
+    # `scope` narrows the next three to the jobs (and sessions) one caller may see; None: the whole tenant.
     @abstractmethod
-    def jobs(self, service_id: str, states: Sequence[str], limit: int) -> list[Job]:
+    def jobs(self, service_id: str, states: Sequence[str], limit: int, scope: JobScope | None = None) -> list[Job]:
         """Jobs of a tenant in these states, newest first."""
 
     @abstractmethod
-    def replay(self, service_id: str, seqs: Sequence[int], now_ms: int) -> int:
-        """Dead jobs back to pending with fresh attempts; returns how many."""
+    def replay(self, service_id: str, seqs: Sequence[int], now_ms: int, scope: JobScope | None = None) -> Replayed:
+        """Dead jobs back to pending with fresh attempts (others are left alone and not counted).
+
+        All or nothing: when any seq is not a job of the tenant (within `scope`), nothing changes and
+        the result names the missing ones.
+        """
 
     @abstractmethod
-    def counts(self, service_id: str) -> PipelineCounts:
+    def counts(self, service_id: str, scope: JobScope | None = None) -> PipelineCounts:
         """Open work of a tenant."""
 
     # -- L1 ------------------------------------------------------------------------------------

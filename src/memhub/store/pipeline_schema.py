@@ -164,3 +164,21 @@ def create_pipeline_tables(con: sqlite3.Connection) -> None:
         "SELECT scope_key, session_id, service_id, team_id, user_id, agent_id, task_id, MAX(rowid), "
         "SUM(role = 'user'), MAX(recorded_ms) FROM l0_messages GROUP BY scope_key, session_id"
     )
+
+
+def add_prompt_owners(con: sqlite3.Connection) -> None:
+    """Migration 8: every prompt belongs to a team, or to the instance (an empty owner: instance admins only).
+
+    An existing prompt goes to the one team whose settings are the only ones using it; a prompt used
+    by several teams, by the instance-wide setting or by nothing stays instance-level, so no team
+    gains another team's prompt and no team member gains a prompt that was not only theirs.
+    """
+    con.execute("ALTER TABLE memory_prompts ADD COLUMN owner_team_id TEXT NOT NULL DEFAULT ''")
+    con.execute(
+        "UPDATE memory_prompts SET owner_team_id = used.team_id FROM ("
+        "SELECT service_id, memory_prompt_id, MIN(team_id) AS team_id FROM memory_prompt_settings "
+        "GROUP BY service_id, memory_prompt_id HAVING COUNT(DISTINCT team_id) = 1"
+        ") AS used WHERE used.service_id = memory_prompts.service_id "
+        "AND used.memory_prompt_id = memory_prompts.memory_prompt_id"
+    )
+    con.execute("CREATE INDEX memory_prompts_by_owner ON memory_prompts (service_id, owner_team_id, created_ms)")

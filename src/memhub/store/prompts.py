@@ -1,14 +1,18 @@
 """The store interface of custom memory prompts (spec §2.6) and of the memory generation log.
 
-Prompts belong to an instance (service id). A setting points one target — the whole instance, a
-team, or one agent of a team — at a prompt for one layer; every change of a setting is logged.
-The generation log records what each L1/L2/L3 generation consumed and produced.
+Prompts belong to an instance (service id) and, inside it, to one team (their owner) or to the
+instance itself (no owner team). A setting points one target — the whole instance, a team, or one
+agent of a team — at a prompt for one layer; every change of a setting is logged. The generation
+log records what each L1/L2/L3 generation consumed and produced.
+
+`owners`/`teams` arguments narrow a read or write to what one caller may touch, inside the query:
+None means no restriction; a set of team ids excludes instance-level prompts and settings.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,6 +36,12 @@ class MemoryPrompt:
     version: int
     created_ms: int
     updated_ms: int
+    owner_team_id: str = ""  # the team it belongs to; "" for an instance-level prompt
+
+    @property
+    def instance_level(self) -> bool:
+        """True when no team owns the prompt (only instance administrators manage it)."""
+        return not self.owner_team_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +111,7 @@ class SettingFilter:
     team_id: str | None = None
     agent_id: str | None = None
     layer: PromptLayer | None = None
+    teams: Set[str] | None = None  # only targets of these teams (never the instance's); None: every target
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +124,7 @@ class SettingLogFilter:
     team_id: str | None = None
     agent_id: str | None = None
     action: SettingAction | None = None
+    teams: Set[str] | None = None  # only changes of these teams' targets; None: every change
 
 
 # -- generation log ---------------------------------------------------------------------------
@@ -190,23 +202,31 @@ class PromptStore(ABC):
         """The prompts among `ids` that exist (in no particular order)."""
 
     @abstractmethod
-    def list_prompts(self, service_id: str, layer: PromptLayer | None, page: Page) -> tuple[list[MemoryPrompt], int]:
-        """A page of prompts in creation order, and how many match in all."""
+    def list_prompts(
+        self, service_id: str, layer: PromptLayer | None, page: Page, owners: Set[str] | None = None
+    ) -> tuple[list[MemoryPrompt], int]:
+        """A page of prompts (of these owner teams) in creation order, and how many match in all."""
 
     @abstractmethod
     def update_prompt(
-        self, service_id: str, memory_prompt_id: str, name: str | None, prompt: str | None, now_ms: int
+        self,
+        service_id: str,
+        memory_prompt_id: str,
+        name: str | None,
+        prompt: str | None,
+        now_ms: int,
+        owners: Set[str] | None = None,
     ) -> MemoryPrompt | None:
-        """Change a prompt's name and/or text and bump its version; None when it does not exist."""
+        """Change a prompt's name and/or text and bump its version; None when it does not exist (among `owners`)."""
 
     @abstractmethod
     def delete_prompts(
-        self, service_id: str, ids: Sequence[str], request_id: str, now_ms: int
+        self, service_id: str, ids: Sequence[str], request_id: str, now_ms: int, owners: Set[str] | None = None
     ) -> list[PromptSetting] | None:
         """Delete every prompt of `ids` and clear (and log) the settings that used them.
 
-        All or nothing: None, with nothing deleted, when any id does not exist. Returns the
-        cleared settings.
+        All or nothing: None, with nothing deleted, when any id does not exist (among `owners`).
+        Returns the cleared settings.
         """
 
     # -- settings --------------------------------------------------------------------------
@@ -242,7 +262,11 @@ class PromptStore(ABC):
 
     @abstractmethod
     def resolve(self, service_id: str, team_id: str, agent_id: str, layer: PromptLayer) -> ResolvedPrompt | None:
-        """The effective custom prompt: the agent's, else the team's, else the instance's; None if none."""
+        """The effective custom prompt: the agent's, else the team's, else the instance's; None if none.
+
+        A setting counts only when its prompt may serve its target: an instance-level prompt, or
+        one owned by the target's team.
+        """
 
     # -- generation log --------------------------------------------------------------------
     @abstractmethod

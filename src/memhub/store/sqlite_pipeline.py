@@ -12,11 +12,13 @@ from memhub.scope import MemoryScope, ProfileScope
 from memhub.store.pipeline import (
     Job,
     JobKind,
+    JobScope,
     L1Batch,
     L1Outcome,
     LeaseLost,
     PipelineCounts,
     PipelineStore,
+    Replayed,
     Revision,
     Schedule,
 )
@@ -82,6 +84,29 @@ def _job(row: sqlite3.Row) -> Job:
         lease_owner=row["lease_owner"],
         lease_expires_ms=row["lease_expires_ms"],
     )
+
+
+def _marks(values: Sequence[Any]) -> str:
+    return ", ".join("?" * len(values))
+
+
+def _visible(scope: JobScope | None) -> tuple[str, list[str]]:
+    """` AND (…)` keeping only the jobs of `scope` (nothing for None), for the pipeline_jobs_by_target index.
+
+    An L1 job's target is `<scope key>/<session id>`: every target of a scope key sorts in
+    [key + "/", key + "0"), since "0" follows "/".
+    """
+    if scope is None:
+        return "", []
+    parts: list[str] = []
+    params: list[str] = []
+    for key in scope.memory_keys:
+        parts.append("(kind = 'l1' AND target >= ? AND target < ?)")
+        params += [session_target(key, ""), key + "0"]
+    if scope.profile_keys:
+        parts.append(f"(kind IN ('l2', 'l3') AND target IN ({_marks(scope.profile_keys)}))")
+        params += scope.profile_keys
+    return f" AND ({' OR '.join(parts) or '0'})", params
 
 
 def _profile_scope_of(row: sqlite3.Row | dict[str, Any]) -> ProfileScope:
@@ -226,23 +251,34 @@ class SQLitePipelineStore(PipelineStore):
                 (state, run_after, error[:2000], now_ms, now_ms if state == "dead" else None, job.seq),
             )
 
-    def jobs(self, service_id: str, states: Sequence[str], limit: int) -> list[Job]:
-        marks = ",".join("?" * len(states))
+    def jobs(self, service_id: str, states: Sequence[str], limit: int, scope: JobScope | None = None) -> list[Job]:
+        visible, params = _visible(scope)
         rows = self.store._reader().execute(
-            f"SELECT * FROM pipeline_jobs WHERE service_id = ? AND state IN ({marks}) ORDER BY seq DESC LIMIT ?",
-            [service_id, *states, limit],
+            f"SELECT * FROM pipeline_jobs WHERE service_id = ? AND state IN ({_marks(states)}){visible} "
+            "ORDER BY seq DESC LIMIT ?",
+            [service_id, *states, *params, limit],
         )
         return [_job(r) for r in rows]
 
-    def replay(self, service_id: str, seqs: Sequence[int], now_ms: int) -> int:
-        replayed = 0
+    def replay(self, service_id: str, seqs: Sequence[int], now_ms: int, scope: JobScope | None = None) -> Replayed:
+        wanted = list(dict.fromkeys(seqs))
+        visible, params = _visible(scope)
         with self.store._write() as con:
-            for seq in seqs:
-                row = con.execute(
-                    "SELECT kind, target FROM pipeline_jobs WHERE seq = ? AND service_id = ? AND state = 'dead'",
-                    (seq, service_id),
-                ).fetchone()
-                if row is None:
+            rows = {
+                r["seq"]: r
+                for r in con.execute(
+                    f"SELECT seq, kind, target, state FROM pipeline_jobs WHERE service_id = ? "
+                    f"AND seq IN ({_marks(wanted)}){visible}",
+                    [service_id, *wanted, *params],
+                )
+            }
+            missing = tuple(seq for seq in wanted if seq not in rows)
+            if missing:
+                return Replayed(missing=missing)
+            replayed = 0
+            for seq in wanted:
+                row = rows[seq]
+                if row["state"] != "dead":
                     continue
                 busy = con.execute(
                     "SELECT 1 FROM pipeline_jobs WHERE kind = ? AND target = ? AND state IN ('pending', 'running')",
@@ -257,25 +293,32 @@ class SQLitePipelineStore(PipelineStore):
                 else:  # a newer job already covers the target: the dead one is settled by it
                     con.execute("UPDATE pipeline_jobs SET state = 'done', updated_ms = ? WHERE seq = ?", (now_ms, seq))
                 replayed += 1
-        return replayed
+        return Replayed(count=replayed)
 
-    def counts(self, service_id: str) -> PipelineCounts:
+    def counts(self, service_id: str, scope: JobScope | None = None) -> PipelineCounts:
         con = self.store._reader()
         counts = PipelineCounts()
+        visible, params = _visible(scope)
         for row in con.execute(
-            "SELECT kind, state, target FROM pipeline_jobs WHERE service_id = ? AND state IN ('pending', 'running')",
-            (service_id,),
+            f"SELECT kind, state, target FROM pipeline_jobs WHERE service_id = ? AND state IN ('pending', 'running')"
+            f"{visible}",
+            [service_id, *params],
         ):
             bucket = counts.queued if row["state"] == "pending" else counts.running
             bucket.setdefault(row["kind"], []).append(row["target"])
         for row in con.execute(
-            "SELECT kind, COUNT(*) AS n FROM pipeline_jobs WHERE service_id = ? AND state = 'dead' GROUP BY kind",
-            (service_id,),
+            f"SELECT kind, COUNT(*) AS n FROM pipeline_jobs WHERE service_id = ? AND state = 'dead'{visible} "
+            "GROUP BY kind",
+            [service_id, *params],
         ):
             counts.dead[row["kind"]] = row["n"]
+        sessions, session_params = "", []
+        if scope is not None:
+            sessions = f" AND scope_key IN ({_marks(scope.memory_keys)})"
+            session_params = list(scope.memory_keys)
         waiting = con.execute(
-            "SELECT COUNT(*) FROM pipeline_sessions WHERE service_id = ? AND last_rowid > l1_cursor",
-            (service_id,),
+            f"SELECT COUNT(*) FROM pipeline_sessions WHERE service_id = ? AND last_rowid > l1_cursor{sessions}",
+            [service_id, *session_params],
         ).fetchone()[0]
         return PipelineCounts(counts.queued, counts.running, counts.dead, waiting)
 

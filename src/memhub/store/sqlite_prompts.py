@@ -1,13 +1,14 @@
 """SQLite implementation of memhub.store.prompts on the memory store's connections (migration 4 tables).
 
-An instance-wide setting is stored with empty team and agent ids, a team setting with an empty agent id.
+An instance-wide setting is stored with empty team and agent ids, a team setting with an empty agent id;
+an instance-level prompt with an empty owner team (migration 8).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from typing import TYPE_CHECKING, Any
 
 from memhub.store.prompts import (
@@ -49,7 +50,16 @@ def _prompt(row: sqlite3.Row) -> MemoryPrompt:
         version=row["version"],
         created_ms=row["created_ms"],
         updated_ms=row["updated_ms"],
+        owner_team_id=row["owner_team_id"],
     )
+
+
+def _within(column: str, values: Set[str] | None) -> tuple[str, list[Any]]:
+    """` AND column IN (…)` for a restriction (nothing for None; an empty set matches no row)."""
+    if values is None:
+        return "", []
+    ordered = sorted(values)
+    return f" AND {column} IN ({', '.join('?' * len(ordered))})", list(ordered)
 
 
 def _setting(row: sqlite3.Row) -> PromptSetting:
@@ -122,7 +132,7 @@ class SQLitePromptStore(PromptStore):
                 return False
             con.execute(
                 "INSERT INTO memory_prompts (service_id, memory_prompt_id, name, layer, prompt, version, "
-                "created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "created_ms, updated_ms, owner_team_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     service_id,
                     prompt.memory_prompt_id,
@@ -132,6 +142,7 @@ class SQLitePromptStore(PromptStore):
                     prompt.version,
                     prompt.created_ms,
                     prompt.updated_ms,
+                    prompt.owner_team_id,
                 ),
             )
             return True
@@ -144,11 +155,16 @@ class SQLitePromptStore(PromptStore):
         rows = self.store._reader().execute(sql, (service_id, *ids)).fetchall()
         return [_prompt(r) for r in rows]
 
-    def list_prompts(self, service_id: str, layer: PromptLayer | None, page: Page) -> tuple[list[MemoryPrompt], int]:
+    def list_prompts(
+        self, service_id: str, layer: PromptLayer | None, page: Page, owners: Set[str] | None = None
+    ) -> tuple[list[MemoryPrompt], int]:
         where, params = "service_id = ?", [service_id]
         if layer is not None:
             where += " AND layer = ?"
             params.append(layer)
+        owned, owner_params = _within("owner_team_id", owners)
+        where += owned
+        params += owner_params
         con = self.store._reader()
         (total,) = con.execute(f"SELECT COUNT(*) FROM memory_prompts WHERE {where}", params).fetchone()
         rows = con.execute(
@@ -158,24 +174,33 @@ class SQLitePromptStore(PromptStore):
         return [_prompt(r) for r in rows], total
 
     def update_prompt(
-        self, service_id: str, memory_prompt_id: str, name: str | None, prompt: str | None, now_ms: int
+        self,
+        service_id: str,
+        memory_prompt_id: str,
+        name: str | None,
+        prompt: str | None,
+        now_ms: int,
+        owners: Set[str] | None = None,
     ) -> MemoryPrompt | None:
+        owned, owner_params = _within("owner_team_id", owners)
         with self.store._write() as con:
             row = con.execute(
                 "UPDATE memory_prompts SET name = COALESCE(?, name), prompt = COALESCE(?, prompt), "
-                "version = version + 1, updated_ms = ? WHERE service_id = ? AND memory_prompt_id = ? RETURNING *",
-                (name, prompt, now_ms, service_id, memory_prompt_id),
+                f"version = version + 1, updated_ms = ? WHERE service_id = ? AND memory_prompt_id = ?{owned} "
+                "RETURNING *",
+                (name, prompt, now_ms, service_id, memory_prompt_id, *owner_params),
             ).fetchone()
             return _prompt(row) if row is not None else None
 
     def delete_prompts(
-        self, service_id: str, ids: Sequence[str], request_id: str, now_ms: int
+        self, service_id: str, ids: Sequence[str], request_id: str, now_ms: int, owners: Set[str] | None = None
     ) -> list[PromptSetting] | None:
         marks = ", ".join("?" * len(ids))
+        owned, owner_params = _within("owner_team_id", owners)
         with self.store._write() as con:
             (found,) = con.execute(
-                f"SELECT COUNT(*) FROM memory_prompts WHERE service_id = ? AND memory_prompt_id IN ({marks})",
-                (service_id, *ids),
+                f"SELECT COUNT(*) FROM memory_prompts WHERE service_id = ? AND memory_prompt_id IN ({marks}){owned}",
+                (service_id, *ids, *owner_params),
             ).fetchone()
             if found != len(ids):
                 return None
@@ -302,7 +327,9 @@ class SQLitePromptStore(PromptStore):
         kinds = {"instance": "team_id = '' AND agent_id = ''", "team": "team_id != '' AND agent_id = ''"}
         if flt.target_type is not None:
             clauses.append(kinds.get(flt.target_type, "agent_id != ''"))
-        where = " AND ".join(clauses)
+        where, team_params = _within("team_id", flt.teams)
+        where = " AND ".join(clauses) + where
+        params += team_params
         con = self.store._reader()
         (total,) = con.execute(f"SELECT COUNT(*) FROM memory_prompt_settings WHERE {where}", params).fetchone()
         rows = con.execute(
@@ -325,7 +352,9 @@ class SQLitePromptStore(PromptStore):
         if flt.agent_id is not None:
             clauses.append("EXISTS (SELECT 1 FROM json_each(agent_ids_json) WHERE value = ?)")
             params.append(flt.agent_id)
-        where = " AND ".join(clauses)
+        where, team_params = _within("team_id", flt.teams)
+        where = " AND ".join(clauses) + where
+        params += team_params
         con = self.store._reader()
         (total,) = con.execute(f"SELECT COUNT(*) FROM memory_prompt_setting_logs WHERE {where}", params).fetchone()
         rows = con.execute(
@@ -347,7 +376,9 @@ class SQLitePromptStore(PromptStore):
             row = con.execute(
                 "SELECT p.memory_prompt_id, p.prompt, p.version FROM memory_prompt_settings s "
                 "JOIN memory_prompts p ON p.service_id = s.service_id AND p.memory_prompt_id = s.memory_prompt_id "
-                "WHERE s.service_id = ? AND s.team_id = ? AND s.agent_id = ? AND s.layer = ?",
+                "WHERE s.service_id = ? AND s.team_id = ? AND s.agent_id = ? AND s.layer = ? "
+                # Another team's prompt never reaches this team's model, whatever a setting says.
+                "AND p.owner_team_id IN ('', s.team_id)",
                 (service_id, team, agent, layer),
             ).fetchone()
             if row is not None:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from memhub.store.codegraph_schema import create_code_graph_tables
 from memhub.store.knowledge_schema import create_knowledge_tables
 from memhub.store.meta_schema import create_meta_tables
-from memhub.store.pipeline_schema import create_pipeline_tables
+from memhub.store.pipeline_schema import add_prompt_owners, create_pipeline_tables
 from memhub.store.sqlite_context import refresh_context
 
 Migration = str | Callable[[sqlite3.Connection], None]
@@ -169,4 +169,7 @@ MIGRATIONS: list[Migration] = [
     create_code_graph_tables,
     # v7: chat-memory/clear finds an agent's L0 messages across its users and tasks (as l1_by_profile does for L1).
     "CREATE INDEX l0_by_profile ON l0_messages (service_id, agent_id, team_id)",
+    add_prompt_owners,
+    # v9: a user key's pipeline/jobs, status and replay read only its own scopes' jobs, found by target.
+    "CREATE INDEX pipeline_jobs_by_target ON pipeline_jobs (service_id, target)",
 ]

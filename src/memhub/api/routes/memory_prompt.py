@@ -3,6 +3,10 @@
 These routes are exempt from strict isolation (spec §2.4) and v3 only. Five of them also answer
 GET with the body's fields in the query string (spec §2.1); both methods share authentication,
 validation, authorization and handler.
+
+The body's team_id/agent_id/agent_ids name the targets (a setting's team and agents, whose effective
+prompt, a filter), not a scope to act as: each handler authorizes the targets and the prompt ids it
+is given through memhub.memory.prompt_access before the service reads or writes anything.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from memhub.api.prompt_schemas import (
 )
 from memhub.api.schemas import Body
 from memhub.api.validation import parse_model
+from memhub.memory.prompt_access import PromptAccess
 from memhub.memory.prompts import (
     MemoryPromptService,
     prompt_view,
@@ -40,6 +45,7 @@ from memhub.memory.prompts import (
     setting_log_view,
     setting_view,
 )
+from memhub.scope import DEFAULT_ID
 from memhub.store.prompts import Page, PromptTarget, SettingFilter
 
 # Paths (without the /v3 prefix) that also accept GET with query-string parameters.
@@ -60,11 +66,18 @@ def _page(body: MemoryPromptGet | MemoryPromptSettingList | MemoryPromptLog) -> 
     return Page(body.limit, body.offset, newest_first=body.time_order == "desc")
 
 
-def routes(service: MemoryPromptService) -> list[DataRoute]:
-    """The 7 memory-prompt routes over one service."""
+def _agents(agent_id: str | None) -> list[str]:
+    return [agent_id] if agent_id is not None else []
+
+
+def routes(service: MemoryPromptService, access: PromptAccess) -> list[DataRoute]:
+    """The 7 memory-prompt routes over one service; `access` says what each caller may touch."""
 
     def create(call: Call, body: MemoryPromptCreate) -> dict[str, Any]:
-        record = service.create(call.isolation.service_id, body.name, body.layer, body.prompt)
+        # A prompt belongs to the team the request is made for (body, else x-tdai-team-id); none: the instance.
+        team = call.isolation.team_id if call.isolation.team_id != DEFAULT_ID else None
+        rights = access.rights(call.caller, team, write=True)
+        record = service.create(call.isolation.service_id, rights, team or "", body.name, body.layer, body.prompt)
         return {
             "memory_prompt_id": record.memory_prompt_id,
             "version": record.version,
@@ -73,16 +86,18 @@ def routes(service: MemoryPromptService) -> list[DataRoute]:
 
     def get(call: Call, body: MemoryPromptGet) -> dict[str, Any]:
         sid = call.isolation.service_id
-        if body.memory_prompt_id is not None:
-            return prompt_view(service.get(sid, body.memory_prompt_id))
         team = body.team()
+        rights = access.rights(call.caller, team, _agents(body.agent()))
+        if body.memory_prompt_id is not None:
+            return prompt_view(service.get(sid, rights, body.memory_prompt_id))
         if team is not None and body.layer is not None:
             return resolved_view(service.resolve(sid, team, body.agent() or "", body.layer))
-        items, total = service.list(sid, body.layer, _page(body))
+        items, total = service.list(sid, rights, body.layer, _page(body))
         return {"items": [prompt_view(p) for p in items], "total": total}
 
     def update(call: Call, body: MemoryPromptUpdate) -> dict[str, Any]:
-        record = service.update(call.isolation.service_id, body.memory_prompt_id, body.name, body.prompt)
+        rights = access.rights(call.caller)
+        record = service.update(call.isolation.service_id, rights, body.memory_prompt_id, body.name, body.prompt)
         return {
             "memory_prompt_id": record.memory_prompt_id,
             "version": record.version,
@@ -90,24 +105,31 @@ def routes(service: MemoryPromptService) -> list[DataRoute]:
         }
 
     def delete(call: Call, body: MemoryPromptDelete) -> dict[str, Any]:
-        return service.delete(call.isolation.service_id, body.memory_prompt_ids, call.request_id)
+        rights = access.rights(call.caller)
+        return service.delete(call.isolation.service_id, rights, body.memory_prompt_ids, call.request_id)
 
     def set_(call: Call, body: MemoryPromptSet) -> dict[str, Any]:
-        team = body.team() or ""
-        targets = [PromptTarget(team, a) for a in body.agent_ids] if body.agent_ids else [PromptTarget(team)]
+        team = body.team()
+        rights = access.rights(call.caller, team, body.agent_ids or [], write=True, agent_field="agent_ids")
+        targets = (
+            [PromptTarget(team or "", a) for a in body.agent_ids] if body.agent_ids else [PromptTarget(team or "")]
+        )
         affected = service.set(
-            call.isolation.service_id, body.action, body.layer, targets, body.memory_prompt_id, call.request_id
+            call.isolation.service_id, rights, body.action, body.layer, targets, body.memory_prompt_id, call.request_id
         )
         return {"affected": affected}
 
     def setting_list(call: Call, body: MemoryPromptSettingList) -> dict[str, Any]:
+        rights = access.rights(call.caller, body.team(), _agents(body.agent()))
         flt = SettingFilter(body.memory_prompt_id, body.target_type, body.team(), body.agent(), body.layer)
-        items, total = service.settings(call.isolation.service_id, flt, _page(body))
+        items, total = service.settings(call.isolation.service_id, rights, flt, _page(body))
         return {"items": [setting_view(s) for s in items], "total": total}
 
     def log(call: Call, body: MemoryPromptLog) -> dict[str, Any]:
+        rights = access.rights(call.caller, body.team(), _agents(body.agent()))
         items, total = service.logs(
             call.isolation.service_id,
+            rights,
             _page(body),
             window=body.window(),
             memory_prompt_id=body.memory_prompt_id,
@@ -117,18 +139,17 @@ def routes(service: MemoryPromptService) -> list[DataRoute]:
         )
         return {"items": [setting_log_view(e) for e in items], "total": total}
 
+    def route(path: str, model: type[Body], handler: Any, summary: str) -> DataRoute:
+        return DataRoute(path, model, handler, v2=False, summary=summary, authorize_isolation=False)
+
     return [
-        DataRoute(
-            "memory-prompt/create", MemoryPromptCreate, create, v2=False, summary="Create a custom memory prompt"
-        ),
-        DataRoute("memory-prompt/get", MemoryPromptGet, get, v2=False, summary="Get, resolve or list memory prompts"),
-        DataRoute("memory-prompt/update", MemoryPromptUpdate, update, v2=False, summary="Change a memory prompt"),
-        DataRoute("memory-prompt/delete", MemoryPromptDelete, delete, v2=False, summary="Delete memory prompts"),
-        DataRoute("memory-prompt/set", MemoryPromptSet, set_, v2=False, summary="Apply or clear a memory prompt"),
-        DataRoute(
-            "memory-prompt/setting/list", MemoryPromptSettingList, setting_list, v2=False, summary="Prompt settings"
-        ),
-        DataRoute("memory-prompt/log", MemoryPromptLog, log, v2=False, summary="Prompt setting changes"),
+        route("memory-prompt/create", MemoryPromptCreate, create, "Create a custom memory prompt"),
+        route("memory-prompt/get", MemoryPromptGet, get, "Get, resolve or list memory prompts"),
+        route("memory-prompt/update", MemoryPromptUpdate, update, "Change a memory prompt"),
+        route("memory-prompt/delete", MemoryPromptDelete, delete, "Delete memory prompts"),
+        route("memory-prompt/set", MemoryPromptSet, set_, "Apply or clear a memory prompt"),
+        route("memory-prompt/setting/list", MemoryPromptSettingList, setting_list, "Prompt settings"),
+        route("memory-prompt/log", MemoryPromptLog, log, "Prompt setting changes"),
     ]
 
 
@@ -175,7 +196,7 @@ def _get_endpoint(plane: DataPlane, route: DataRoute) -> Callable[[Request], Any
         caller = await plane.auth.data_caller(request, rid)
         body = parse_model(route.model, query_to_body(route.model, request))
         isolation = resolve_isolation(caller.service_id, body, request, strict=False, default_user=caller.user_id)
-        call = Call(request, rid, isolation, plane.memory, plane.meta)
+        call = Call(request, rid, isolation, plane.memory, plane.meta, caller)
         return ok(request, await run_in_threadpool(plane._serve, route, caller, call, body))
 
     run.__name__ = "get_" + route.path.replace("/", "_").replace("-", "_")
