@@ -17,6 +17,7 @@ from memhub.errors import Conflict
 from memhub.gateway_key import ensure_gateway_key
 from memhub.memory.prompt_access import INSTANCE_ADMIN, PromptAccess
 from memhub.memory.prompts import MAX_PROMPTS, MemoryPromptService, builtin, compose, prompt_ref
+from memhub.pipeline.generation_access import GenerationAccess
 from memhub.pipeline.generation_log import GenerationLogService
 from memhub.store.prompts import MemoryPrompt, PromptTarget, ResolvedPrompt
 from memhub.store.sqlite_prompts import SQLitePromptStore
@@ -36,7 +37,7 @@ def wire(gw: Gateway) -> None:
     plane = DataPlane(auth, app.state.memory, app.state.meta, 1 << 20, strict_isolation=True)
     store = SQLitePromptStore(gw.store)
     prompts = memory_prompt.routes(MemoryPromptService(store), PromptAccess(gw.store.meta))
-    v3 = [*prompts, *generation_log.routes(GenerationLogService(store))]
+    v3 = [*prompts, *generation_log.routes(GenerationLogService(store), GenerationAccess(gw.store.meta))]
     memory_prompt.mount(plane, app, v3)
 
 

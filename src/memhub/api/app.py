@@ -53,6 +53,7 @@ from memhub.memory.services import MemoryServices
 from memhub.meta.keys import KeyHasher, load_key_hasher
 from memhub.meta.quotas import Quotas
 from memhub.meta.services import MetaServices
+from memhub.pipeline.generation_access import GenerationAccess
 from memhub.pipeline.generation_log import GenerationLogService
 from memhub.pipeline.service import PipelineService
 from memhub.runtime import pipeline_worker
@@ -180,7 +181,11 @@ def create_app(
         prompts = MemoryPromptService(store.prompts)
         generations = GenerationLogService(store.prompts)
         prompt_access = PromptAccess(store.meta)
-        v3_only = [*memory_prompt.routes(prompts, prompt_access), *generation_log.routes(generations)]
+        generation_access = GenerationAccess(store.meta)
+        v3_only = [
+            *memory_prompt.routes(prompts, prompt_access),
+            *generation_log.routes(generations, generation_access),
+        ]
         memory_prompt.mount(plane, app, v3_only)
         app.state.memory_prompts = prompts
         app.state.generation_log = generations

@@ -2,7 +2,8 @@
 
 The pipeline worker calls `record(...)` after every job, succeeded or failed. Records are kept for
 30 days (older ones are pruned as new ones are written); lists page newest first with an opaque
-cursor.
+cursor. Reads take the caller's `GenerationScope` (memhub.pipeline.generation_access; None: the
+whole instance) and a record outside it is not found, exactly like an unknown one.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from memhub.store.prompts import (
     GenerationFilter,
     GenerationLog,
     GenerationRef,
+    GenerationScope,
     GenerationStatus,
     Position,
     PromptLayer,
@@ -157,12 +159,13 @@ class GenerationLogService:
         agent_id: str | None = None,
         limit: int = 20,
         cursor: str | None = None,
+        visible: GenerationScope | None = None,
     ) -> dict[str, Any]:
         """Newest first within an inclusive (start_ms, end_ms) window (the last 7 days without one)."""
         if window is None:
             end = self.clock()
             window = (end - DEFAULT_WINDOW_MS, end)
-        flt = GenerationFilter(window[0], window[1], layer, status, team_id, agent_id)
+        flt = GenerationFilter(window[0], window[1], layer, status, team_id, agent_id, visible)
         after = decode_cursor(cursor) if cursor else None
         items, nxt = self.store.list_generations(service_id, flt, after, limit)
         out: dict[str, Any] = {"items": [log_view(g) for g in items]}
@@ -170,16 +173,18 @@ class GenerationLogService:
             out["next_cursor"] = encode_cursor(nxt)
         return out
 
-    def get(self, service_id: str, log_id: str) -> GenerationLog:
+    def get(self, service_id: str, log_id: str, visible: GenerationScope | None = None) -> GenerationLog:
         """One log by id, or 404."""
-        found = self.store.get_generation(service_id, log_id=log_id)
+        found = self.store.get_generation(service_id, log_id=log_id, visible=visible)
         if found is None:
             raise NotFound(NOT_FOUND)
         return found
 
-    def for_memory(self, service_id: str, memory_id: str, layer: PromptLayer) -> GenerationLog:
+    def for_memory(
+        self, service_id: str, memory_id: str, layer: PromptLayer, visible: GenerationScope | None = None
+    ) -> GenerationLog:
         """The newest log that produced a memory of `layer`, or 404."""
-        found = self.store.get_generation(service_id, output=GenerationRef(layer, memory_id))
+        found = self.store.get_generation(service_id, output=GenerationRef(layer, memory_id), visible=visible)
         if found is None:
             raise NotFound(NOT_FOUND)
         return found

@@ -6,7 +6,8 @@ agent of a team — at a prompt for one layer; every change of a setting is logg
 log records what each L1/L2/L3 generation consumed and produced.
 
 `owners`/`teams` arguments narrow a read or write to what one caller may touch, inside the query:
-None means no restriction; a set of team ids excludes instance-level prompts and settings.
+None means no restriction; a set of team ids excludes instance-level prompts and settings. A
+`GenerationScope` narrows reads of the generation log the same way.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from typing import Literal
+
+from memhub.scope import MemoryScope, ProfileScope
 
 PromptLayer = Literal["l1", "l2", "l3"]
 PromptSource = Literal["agent", "team", "instance", "system"]  # "system" = the built-in prompt
@@ -178,6 +181,19 @@ class GenerationLog:
 
 
 @dataclass(frozen=True, slots=True)
+class GenerationScope:
+    """The generations one caller may read, matched on the ids each record keeps.
+
+    L1 generations of `memory` scopes (team, user, agent, task), L2/L3 generations of `profiles`
+    (team, agent), and every generation of a team through the listed agents of `team_agents`.
+    """
+
+    memory: tuple[MemoryScope, ...] = ()
+    profiles: tuple[ProfileScope, ...] = ()
+    team_agents: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (team id, agent ids)
+
+
+@dataclass(frozen=True, slots=True)
 class GenerationFilter:
     """Which generations to list; the window is inclusive, None means any."""
 
@@ -187,6 +203,7 @@ class GenerationFilter:
     status: GenerationStatus | None = None
     team_id: str | None = None
     agent_id: str | None = None
+    visible: GenerationScope | None = None  # only what one caller may read; None: every generation
 
 
 class PromptStore(ABC):
@@ -281,6 +298,10 @@ class PromptStore(ABC):
 
     @abstractmethod
     def get_generation(
-        self, service_id: str, log_id: str | None = None, output: GenerationRef | None = None
+        self,
+        service_id: str,
+        log_id: str | None = None,
+        output: GenerationRef | None = None,
+        visible: GenerationScope | None = None,
     ) -> GenerationLog | None:
-        """One generation by its log id, or the newest one that produced `output`."""
+        """One generation by its log id, or the newest one that produced `output` (among `visible`)."""

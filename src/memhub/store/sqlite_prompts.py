@@ -15,6 +15,7 @@ from memhub.store.prompts import (
     GenerationFilter,
     GenerationLog,
     GenerationRef,
+    GenerationScope,
     MemoryPrompt,
     Page,
     Position,
@@ -60,6 +61,30 @@ def _within(column: str, values: Set[str] | None) -> tuple[str, list[Any]]:
         return "", []
     ordered = sorted(values)
     return f" AND {column} IN ({', '.join('?' * len(ordered))})", list(ordered)
+
+
+def _readable(scope: GenerationScope | None, alias: str = "") -> tuple[str, list[Any]]:
+    """` AND (…)` keeping the generation-log rows (of table alias `alias`) a caller may read; nothing for None.
+
+    The rows are matched on the ids they keep: an L1 row on its (team, user, agent, task) scope, an
+    L2/L3 row on its (team, agent) profile, where the profile's team is already resolved.
+    """
+    if scope is None:
+        return "", []
+    a = f"{alias}." if alias else ""
+    parts: list[str] = []
+    params: list[Any] = []
+    for m in scope.memory:
+        parts.append(f"({a}layer = 'l1' AND {a}team_id = ? AND {a}user_id = ? AND {a}agent_id = ? AND {a}task_id = ?)")
+        params += [m.team_id, m.user_id, m.agent_id, m.task_id]
+    for p in scope.profiles:
+        parts.append(f"({a}layer IN ('l2', 'l3') AND {a}team_id = ? AND {a}agent_id = ?)")
+        params += [p.team_id, p.agent_id]
+    for team_id, agent_ids in scope.team_agents:
+        # One parameter however many agents a team has (SQLite caps the number of parameters).
+        parts.append(f"({a}team_id = ? AND {a}agent_id IN (SELECT value FROM json_each(?)))")
+        params += [team_id, _dumps(list(agent_ids))]
+    return f" AND ({' OR '.join(parts) or '0'})", params
 
 
 def _setting(row: sqlite3.Row) -> PromptSetting:
@@ -467,7 +492,9 @@ class SQLitePromptStore(PromptStore):
         if after is not None:
             clauses.append("(created_ms < ? OR (created_ms = ? AND seq < ?))")
             params.extend([after[0], after[0], after[1]])
-        where = " AND ".join(clauses)
+        readable, readable_params = _readable(flt.visible)
+        where = " AND ".join(clauses) + readable
+        params += readable_params
         sql = f"SELECT * FROM generation_log WHERE {where} ORDER BY created_ms DESC, seq DESC LIMIT ?"
         rows = self.store._reader().execute(sql, (*params, limit + 1)).fetchall()
         page = rows[:limit]
@@ -475,19 +502,26 @@ class SQLitePromptStore(PromptStore):
         return [_generation(r) for r in page], (page[-1]["created_ms"], page[-1]["seq"]) if more else None
 
     def get_generation(
-        self, service_id: str, log_id: str | None = None, output: GenerationRef | None = None
+        self,
+        service_id: str,
+        log_id: str | None = None,
+        output: GenerationRef | None = None,
+        visible: GenerationScope | None = None,
     ) -> GenerationLog | None:
         con = self.store._reader()
         if log_id is not None:
+            readable, params = _readable(visible)
             row = con.execute(
-                "SELECT * FROM generation_log WHERE service_id = ? AND log_id = ?", (service_id, log_id)
+                f"SELECT * FROM generation_log WHERE service_id = ? AND log_id = ?{readable}",
+                (service_id, log_id, *params),
             ).fetchone()
         elif output is not None:
+            readable, params = _readable(visible, "g")
             row = con.execute(
                 "SELECT g.* FROM generation_log_outputs o JOIN generation_log g ON g.log_id = o.log_id "
-                "WHERE o.service_id = ? AND o.layer = ? AND o.record_id = ? ORDER BY g.created_ms DESC, g.seq DESC "
-                "LIMIT 1",
-                (service_id, output.layer, output.record_id),
+                f"WHERE o.service_id = ? AND o.layer = ? AND o.record_id = ?{readable} "
+                "ORDER BY g.created_ms DESC, g.seq DESC LIMIT 1",
+                (service_id, output.layer, output.record_id, *params),
             ).fetchone()
         else:
             raise ValueError("get_generation needs a log_id or an output ref")

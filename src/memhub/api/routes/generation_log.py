@@ -1,4 +1,9 @@
-"""/v3/memory-generation-log/list|get (spec §2.6); mounted with memory_prompt.mount (GET too)."""
+"""/v3/memory-generation-log/list|get (spec §2.6); mounted with memory_prompt.mount (GET too).
+
+The request's isolation is authorized as on the rest of the data plane, then names the caller's own
+scope: each handler reads only the records `GenerationAccess` lets the caller see (a user key: its
+own scope and profile, plus its admin teams'; the gateway key and a system admin: the tenant).
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,12 @@ from typing import Any
 
 from memhub.api.dataplane import Call, DataRoute
 from memhub.api.prompt_schemas import GenerationLogGet, GenerationLogList
+from memhub.pipeline.generation_access import GenerationAccess
 from memhub.pipeline.generation_log import GenerationLogService, log_view
 
 
-def routes(service: GenerationLogService) -> list[DataRoute]:
-    """The 2 generation-log routes over one service."""
+def routes(service: GenerationLogService, access: GenerationAccess) -> list[DataRoute]:
+    """The 2 generation-log routes over one service; `access` says which records each caller reads."""
 
     def list_(call: Call, body: GenerationLogList) -> dict[str, Any]:
         return service.list(
@@ -22,14 +28,16 @@ def routes(service: GenerationLogService) -> list[DataRoute]:
             agent_id=body.agent(),
             limit=body.limit,
             cursor=body.cursor,
+            visible=access.visible(call.caller, call.isolation),
         )
 
     def get(call: Call, body: GenerationLogGet) -> dict[str, Any]:
         sid = call.isolation.service_id
+        visible = access.visible(call.caller, call.isolation)
         if body.log_id is not None:
-            return log_view(service.get(sid, body.log_id))
+            return log_view(service.get(sid, body.log_id, visible))
         assert body.memory_id is not None and body.layer is not None  # the model's rules
-        return log_view(service.for_memory(sid, body.memory_id, body.layer))
+        return log_view(service.for_memory(sid, body.memory_id, body.layer, visible))
 
     return [
         DataRoute(
