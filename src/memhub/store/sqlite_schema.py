@@ -172,4 +172,6 @@ MIGRATIONS: list[Migration] = [
     add_prompt_owners,
     # v9: a user key's pipeline/jobs, status and replay read only its own scopes' jobs, found by target.
     "CREATE INDEX pipeline_jobs_by_target ON pipeline_jobs (service_id, target)",
+    # v10: a user key's generation-log reads find the records of its own scope and profile by (team, agent).
+    "CREATE INDEX generation_log_by_owner ON generation_log (service_id, team_id, agent_id, created_ms)",
 ]
