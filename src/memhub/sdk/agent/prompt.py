@@ -59,6 +59,21 @@ def tools_guide(language: Language = "en") -> str:
     return _GUIDE[language]
 
 
+def is_injection_suspect(item: Mapping[str, Any]) -> bool:
+    """Whether the gateway's pipeline flagged this memory as reading like an instruction to the agent.
+
+    The flag is the memory's `metadata.injection_suspect` (set by the gateway's quality check when the memory is
+    extracted); such a memory is data that must never be placed in a prompt.
+    """
+    metadata = item.get("metadata")
+    return isinstance(metadata, Mapping) and metadata.get("injection_suspect") is True
+
+
+def trusted_memories(items: Iterable[Any]) -> list[Mapping[str, Any]]:
+    """The memories of a search answer that may go into a prompt: well-formed and not flagged as suspect."""
+    return [m for m in items if isinstance(m, Mapping) and not is_injection_suspect(m)]
+
+
 def clip(text: str, limit: int) -> str:
     """At most `limit` characters, ending with an ellipsis when something was cut."""
     if len(text) <= limit:
@@ -81,13 +96,14 @@ def format_memories(
     """The `<relevant-memories>` block with `[type]` tags, within the item, character and token budgets; "" if empty.
 
     Whole memories only: one that would break a budget ends the list (never half a memory in the prompt). Each
-    memory is one line with our prompt tags escaped (memhub.sdk.fence), so it cannot close the block.
+    memory is one line with our prompt tags escaped (memhub.sdk.fence), so it cannot close the block; memories
+    flagged `injection_suspect` are left out.
     """
     head, tail = "<relevant-memories>\n", "\n</relevant-memories>"
     lines: list[str] = []
     used = len(head) + len(tail)
     tokens = estimate_tokens(head + "\n" + tail)
-    for item in items[:max_items]:
+    for item in trusted_memories(items)[:max_items]:
         content = _one_line(str(item.get("content") or ""))
         if not content:
             continue
