@@ -284,7 +284,10 @@ def test_a_conversation_cannot_break_out_of_its_fence(world: World) -> None:
     body = {"team_id": world.team, "agent_id": world.agent, "session_id": "s-untrusted"}
     add = {**body, "messages": [{"role": r, "content": c} for r, c in messages]}
     assert world.org.ok(world.alice, "/v3/conversation/add", add)["total_count"] == len(messages)
-    data = world.compose(world.alice, {**body, "query": "What did we discuss earlier?"})
+    # No <knowledge_tools> block (llm_wiki off): the golden holds the composed system part only.
+    turn = {**body, "query": "What did we discuss earlier?", "capabilities": {"llm_wiki": False}}
+    data = world.compose(world.alice, turn)
+    assert data["knowledge_tools"] == ""
     system = data["system"]
     assert kinds(data) == ["conversation"]
     excerpt = section(system, "conversation")
