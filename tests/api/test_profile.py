@@ -370,10 +370,10 @@ def test_core_read_without_persona_is_null(gateway: Gateway, prefix: str) -> Non
 def test_core_write_then_read_and_count(gateway: Gateway, prefix: str) -> None:
     assert gateway.ok("/v3/core/count", {}) == {"total": 0}
     wrote = gateway.ok(f"{prefix}/core/write", {"content": "  # Persona\nLikes tea.\n\n"})
-    assert set(wrote) == {"updated_at", "version", "team_id", "agent_id"}
-    assert wrote["version"] == 0
+    assert set(wrote) == {"updated_at", "version", "team_id", "agent_id", "removed_scene_navigation", "content_changed"}
+    assert (wrote["version"], wrote["removed_scene_navigation"], wrote["content_changed"]) == (0, False, True)
     got = gateway.ok(f"{prefix}/core/read", {})
-    assert got["content"] == "# Persona\nLikes tea."  # trimmed, no navigation without scenes
+    assert got["content"] == "# Persona\nLikes tea."  # trimmed
     assert got["created_at"] == got["updated_at"] == wrote["updated_at"]
     assert gateway.ok("/v3/core/count", {}) == {"total": 1}
 
@@ -391,44 +391,87 @@ def test_core_version_is_md5_gated(gateway: Gateway) -> None:
     assert got["created_at"] <= got["updated_at"]
 
 
-NAV_FOOTER = (
-    f"\n\n---\n{NAV_HEADING}\n\n### Path: old.md\n**热度**: 3 | **更新**: 2026-01-01T00:00:00.000Z\nSummary: x\n"
+def test_every_accepted_core_write_moves_updated_at(gateway: Gateway) -> None:
+    """An identical write keeps the version (md5-gated) but is not silent: a fresh updated_at, stored and answered."""
+    first = gateway.ok("/v3/core/write", {"content": "same text"})
+    again = gateway.ok("/v3/core/write", {"content": "same text"})
+    assert again["version"] == first["version"] == 0
+    assert (first["content_changed"], again["content_changed"]) == (True, False)
+    assert again["updated_at"] > first["updated_at"]  # strictly later, even within one millisecond
+    got = gateway.ok("/v3/core/read", {})
+    assert (got["updated_at"], got["created_at"], got["content"]) == (
+        again["updated_at"],
+        first["updated_at"],
+        "same text",
+    )
+    third = gateway.ok("/v3/core/write", {"content": "same text"})
+    assert third["updated_at"] > again["updated_at"] and third["version"] == 0
+
+
+# What an older gateway appended to the persona on core/read (two scenes, hottest first, then its footer).
+NAV_BLOCK = (
+    f"---\n{NAV_HEADING}\n\n"
+    "### Path: topics/hot.md\n**热度**: 120 🔥🔥 | **更新**: 2026-01-01T00:00:00.000Z\nSummary: Hot scene\n\n"
+    "### Path: cool.md\n**热度**: 1 | **更新**: 2026-01-01T00:00:00.000Z\nSummary:\n\n"
+    "> Read a scene with `scenario/read` (or your read-file tool) using its path when the persona above is not enough."
 )
 
 
 @pytest.mark.parametrize(
-    ("content", "stored"),
+    ("content", "stored", "removed"),
     [
-        pytest.param("Persona body" + NAV_FOOTER, "Persona body", id="rule-and-heading"),
-        pytest.param(f"Persona body\n\n{NAV_HEADING}\n### Path: a.md\n", "Persona body", id="heading-only"),
+        pytest.param("Persona body\n\n" + NAV_BLOCK + "\n", "Persona body", True, id="generated-block"),
+        pytest.param(f"Persona body\n\n{NAV_HEADING}\n### Path: a.md\n", "Persona body", True, id="heading-only"),
         pytest.param(
-            "Persona body\n<scene-navigation>\n### Path: a.md\n</scene-navigation>\n", "Persona body", id="tags"
+            "Persona body\n\n" + NAV_BLOCK + "\nA line added after reading.\n\n## Habits\nTea at 4.",
+            "Persona body\n\nA line added after reading.\n\n## Habits\nTea at 4.",
+            True,
+            id="text-after-the-block-kept",
         ),
-        pytest.param("Intro\n\n---\n\nMore persona", "Intro\n\n---\n\nMore persona", id="plain-rule-kept"),
+        pytest.param(
+            "Persona body\n<scene-navigation>\n### Path: a.md\n</scene-navigation>\nAfter",
+            "Persona body\n\nAfter",
+            True,
+            id="tags",
+        ),
+        pytest.param("Intro\n\n---\n\nMore persona", "Intro\n\n---\n\nMore persona", False, id="plain-rule-kept"),
+        pytest.param(
+            "Intro\n\n## Scene Navigation\nHow I find my way around scenes.",
+            "Intro\n\n## Scene Navigation\nHow I find my way around scenes.",
+            False,
+            id="own-heading-kept",
+        ),
     ],
 )
-def test_core_write_strips_scene_navigation(gateway: Gateway, content: str, stored: str) -> None:
-    gateway.ok("/v3/core/write", {"content": content})
+def test_core_write_removes_only_a_generated_scene_navigation_block(
+    gateway: Gateway, content: str, stored: str, removed: bool
+) -> None:
+    wrote = gateway.ok("/v3/core/write", {"content": content})
+    assert wrote["removed_scene_navigation"] is removed
     assert gateway.ok("/v3/core/read", {})["content"] == stored
 
 
-def test_core_read_appends_navigation_of_scenes(gateway: Gateway) -> None:
+def test_core_read_is_the_persona_as_stored_and_an_appended_line_survives(gateway: Gateway) -> None:
+    """Read → append a line → write → read shows the line, with scenes present (they used to add a section)."""
     gateway.ok("/v3/core/write", {"content": "I am the persona."})
     create(gateway, "cool.md", "c", summary="Cool scene")
-    hot_meta = "-----META-START-----\nsummary: Hot scene\nheat: 120\n-----META-END-----\n\nh"
-    create(gateway, "topics/hot.md", hot_meta)
+    create(gateway, "topics/hot.md", "-----META-START-----\nsummary: Hot scene\nheat: 120\n-----META-END-----\n\nh")
     got = gateway.ok("/v3/core/read", {})
-    persona, sep, nav = got["content"].partition(f"\n\n---\n{NAV_HEADING}\n")
-    assert (persona, sep != "") == ("I am the persona.", True)
-    assert nav.index("### Path: topics/hot.md") < nav.index("### Path: cool.md")  # hottest first
-    assert "**热度**: 120 🔥🔥 | **更新**: " in nav
-    assert "**热度**: 1 | **更新**: " in nav
-    assert "Summary: Hot scene" in nav
-    assert "Summary: Cool scene" in nav
-    # Writing back what was read does not store the navigation nor bump the version.
-    assert gateway.ok("/v3/core/write", {"content": got["content"]})["version"] == 0
-    gateway.ok("/v3/scenario/rm", {"paths": ["cool.md", "topics/"]})
-    assert gateway.ok("/v3/core/read", {})["content"] == "I am the persona."
+    assert got["content"] == "I am the persona."  # no Scene Navigation: agents list scenes with scenario/ls
+    wrote = gateway.ok("/v3/core/write", {"content": got["content"] + "\nLikes green tea."})
+    assert (wrote["version"], wrote["removed_scene_navigation"], wrote["content_changed"]) == (1, False, True)
+    assert wrote["updated_at"] > got["updated_at"]
+    again = gateway.ok("/v3/core/read", {})
+    assert again["content"] == "I am the persona.\nLikes green tea."
+    assert (again["version"], again["updated_at"]) == (1, wrote["updated_at"])
+
+
+def test_writing_back_an_older_gateway_s_read_keeps_the_appended_text_and_says_what_went(gateway: Gateway) -> None:
+    gateway.ok("/v3/core/write", {"content": "I am the persona."})
+    # What an older gateway answered on core/read, with a line the client appended below it.
+    wrote = gateway.ok("/v3/core/write", {"content": "I am the persona.\n\n" + NAV_BLOCK + "\nLikes green tea."})
+    assert (wrote["removed_scene_navigation"], wrote["content_changed"], wrote["version"]) == (True, True, 1)
+    assert gateway.ok("/v3/core/read", {})["content"] == "I am the persona.\n\nLikes green tea."
 
 
 def test_scenes_without_persona_leave_core_null(gateway: Gateway) -> None:
@@ -463,8 +506,11 @@ def test_audit_rows_for_l1_l2_l3_changes(gateway: Gateway) -> None:
         (_request_id(gateway, "/v3/atomic/delete", {"ids": [memory["id"]]}, isolation=who),
          memory["id"], "L1", "delete", 1),
     ]  # fmt: skip
-    # Unchanged writes and deletes of nothing leave no rows.
-    _request_id(gateway, "/v3/core/write", {"content": "persona"}, isolation=who)
+    # An unchanged persona write is still a write (its updated_at moves): a row with the same version.
+    expected.append(
+        (_request_id(gateway, "/v3/core/write", {"content": "persona"}, isolation=who), "persona.md", "L3", "write", 0)
+    )
+    # Deletes of nothing leave no rows.
     _request_id(gateway, "/v3/atomic/delete", {"ids": [memory["id"]]}, isolation=who)
 
     rows = list(reversed(gateway.store.list_audit(SERVICE)))

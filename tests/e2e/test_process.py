@@ -333,7 +333,6 @@ def test_sigkill_mid_write_loses_no_acknowledged_write(launcher: Launcher, data_
     assert count_atomics - len(acked_atomics) <= len(rounds)
     assert set(acked_scenes) <= stored_scenes, "an acknowledged scene was lost"
     # Core writes are sequential: what is stored is the last acknowledged revision or a later one.
-    # (Reads append the Scene Navigation footer, hence the match on the first line only.)
     assert persona is not None
     stored_revision = re.match(r"persona revision (\d+)\n", persona)
     assert stored_revision is not None, persona[:200]

@@ -28,7 +28,7 @@ from memhub.context.model import (
 from memhub.context.skills import NoSkills, SkillSource, render_notes
 from memhub.context.sources import SYSTEM_TEAM, system_shelves, team_shelves
 from memhub.context.standards import match_standards
-from memhub.context.text import HEADINGS, help_notes, help_role, runtime_notes
+from memhub.context.text import FENCES, HEADINGS, help_notes, help_role, runtime_notes
 from memhub.errors import BadRequest
 from memhub.knowledge.services import KnowledgeServices
 from memhub.memory.conversation import ConversationService
@@ -117,7 +117,7 @@ class ContextComposer:
         heads = HEADINGS[lang]
         render = partial(render_picks, "system", picks, query)
         notes, cap = help_notes(lang), request.caps.help
-        assembled = assemble_help_user(notes, heads["system"], render, heads["question"], query, cap)
+        assembled = assemble_help_user(notes, heads["system"], FENCES["system"], render, heads["question"], query, cap)
         return Composition(
             mode=mode,
             placement="user",
@@ -160,10 +160,12 @@ class ContextComposer:
                 standards = caps.standards > 0 and any(c.injected for c in checks)
             if flags.skill:
                 notes = self.skills.notes(caller, team, agent, query)
-                sections.append(Section("skills", heads["skills"], caps.skills, partial(render_notes, notes)))
+                skills = partial(render_notes, notes)
+                sections.append(Section("skills", heads["skills"], FENCES["skills"], caps.skills, skills))
             if flags.chat_memory:
                 excerpt = partial(recent_excerpt, self.conversation, isolation, language=lang)
-                sections.append(Section("conversation", heads["conversation"], caps.conversation, excerpt))
+                heading = heads["conversation"]
+                sections.append(Section("conversation", heading, FENCES["conversation"], caps.conversation, excerpt))
         notes = runtime_notes(lang, workspace_agent=mode == "workspace_agent", standards=standards)
         assembled = assemble_system(notes, sections, caps.total)
         return Composition(
@@ -197,7 +199,8 @@ class ContextComposer:
             ("standards", caps.standards, "standard", standards),
         ]
         sections = [
-            Section(key, heads[key], cap, partial(render_picks, kind, picks, query)) for key, cap, kind, picks in blocks
+            Section(key, heads[key], FENCES[key], cap, partial(render_picks, kind, picks, query))
+            for key, cap, kind, picks in blocks
         ]
         return sections, checks, shelves.warnings
 

@@ -1,8 +1,9 @@
 """【Recent conversation memory excerpt】 (seed 001 §3.2 item 4): the tail of the L0 conversation, capped.
 
 The tail is the session's when the turn names one, else the whole scope's (team, user, agent, task), newest
-last. Each message becomes one `role: text` line with its whitespace collapsed; lines are kept from the newest
-back until the cap (≈2,000 characters), and when anything older is left out the excerpt opens with a marker line.
+last. Each message becomes one `role: text` line with its whitespace collapsed and our prompt tags escaped; lines
+are kept from the newest back until the cap (≈2,000 characters), and when anything older is left out the excerpt
+opens with a marker line. The layout fences the excerpt (`<conversation-excerpt>`): it is data, never instructions.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from memhub.context.model import Language, Rendered, SourceRef
 from memhub.memory.conversation import ConversationService
 from memhub.scope import Isolation
+from memhub.sdk.fence import escape_tags
 from memhub.store import MessageFilter
 
 # More than ever fits in the cap (a line is at least a few characters), without reading a long session whole.
@@ -18,7 +20,9 @@ OMITTED: dict[str, str] = {"en": "…(earlier conversation omitted)", "zh": "…
 
 
 def _line(role: str, content: str) -> tuple[str, str]:
-    return f"{role}: ", " ".join(content.split())
+    # One line per message, so no text of it starts a line of the prompt; our tags in it are escaped, so it cannot
+    # close the excerpt's fence. Both before the cap, which then holds for what goes out.
+    return f"{role}: ", escape_tags(" ".join(content.split()))
 
 
 def tail_lines(lines: list[tuple[str, str]], cap: int, marker: str, older: bool) -> tuple[str, bool]:

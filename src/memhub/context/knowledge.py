@@ -17,6 +17,7 @@ from memhub.knowledge.wiki.index import WikiIndex
 from memhub.knowledge.wiki.pages import Page, page_id
 from memhub.knowledge.wiki.passages import Source, assemble
 from memhub.knowledge.wiki.walk import MAX_DOCUMENTS, DocumentHit, walk
+from memhub.sdk.fence import neutralise
 
 STANDARD_KIND = "standard"
 
@@ -66,10 +67,13 @@ def pick_documents(
 
 
 def render_picks(kind: SourceKind, picks: Sequence[Pick], question: str, cap: int) -> Rendered:
-    """The picks' passages with source lines, capped at `cap` characters (tail marked "excerpt truncated")."""
+    """The picks' passages with source lines, neutralised (memhub.sdk.fence) and capped at `cap` characters (tail
+    marked "excerpt truncated")."""
     if not picks or cap <= 0:
         return Rendered()
-    block = assemble([Source(p.key, p.hit.title, p.where, p.page.body) for p in picks], question, cap=cap)
+    sources = [Source(p.key, p.hit.title, p.where, p.page.body) for p in picks]
+    # Documents are data: escaped passage by passage before the cap is applied, so the cap holds for what goes out.
+    block = assemble(sources, question, cap=cap, clean=neutralise)
     chars: dict[str, int] = {}
     truncated: dict[str, bool] = {}
     for passage in block.passages:

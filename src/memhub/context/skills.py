@@ -15,6 +15,7 @@ from typing import Protocol
 from memhub.context.model import Rendered, SourceRef
 from memhub.knowledge.wiki.passages import TRUNCATION_MARKER as TRUNCATED
 from memhub.meta.caller import Caller
+from memhub.sdk.fence import escape_tags, neutralise
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,23 +44,27 @@ class NoSkills:
 
 
 def render_notes(notes: Sequence[SkillNote], cap: int) -> Rendered:
-    """Notes as `[skill: title]` blocks in order, capped; a cut tail is marked like a knowledge block's."""
+    """Notes as `[skill: title]` blocks in order, capped; a cut tail is marked like a knowledge block's.
+
+    Skill text is written by users: it is escaped (memhub.sdk.fence) before it is measured against the cap.
+    """
     parts: list[str] = []
     refs: list[SourceRef] = []
     used = 0
     budget = cap - len(TRUNCATED)
-    for note in notes:
-        chunk = f"[skill: {note.title}]\n{note.text.strip()}"
+    for n, note in enumerate(notes):
+        header = f"[skill: {escape_tags(' '.join(note.title.split()))}]\n"
+        text = neutralise(note.text.strip())
         sep = 2 if parts else 0
-        if used + sep + len(chunk) <= cap and (note is notes[-1] or used + sep + len(chunk) <= budget):
-            parts.append(chunk)
-            used += sep + len(chunk)
-            refs.append(SourceRef("skill", note.id, None, note.title, None, len(note.text.strip())))
+        size = used + sep + len(header) + len(text)
+        if size <= cap and (n == len(notes) - 1 or size <= budget):
+            parts.append(header + text)
+            used = size
+            refs.append(SourceRef("skill", note.id, None, note.title, None, len(text)))
             continue
         room = budget - used - sep
-        header = f"[skill: {note.title}]\n"
         if room > len(header) + 20:
-            body = note.text.strip()[: room - len(header)].rstrip()
+            body = text[: room - len(header)].rstrip()
             parts.append(header + body)
             refs.append(SourceRef("skill", note.id, None, note.title, None, len(body), truncated=True))
         if parts:

@@ -1,4 +1,10 @@
-"""L3: the core persona of a (team, agent) profile, with the Scene Navigation footer on read."""
+"""L3: the core persona of a (team, agent) profile, read exactly as stored.
+
+Reads return the stored text, as the original does: agents get the scene index from `scenario/ls`. A write
+never drops text without saying so: only a Scene Navigation block an older gateway generated (and a client
+wrote back) is removed, text after it is kept, and the result says what was removed. Every accepted write
+refreshes `updated_at`; the version moves only when the content's md5 changes, as in the original.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,8 @@ import hashlib
 from dataclasses import dataclass, replace
 
 from memhub.memory.atomic import audit_context
-from memhub.memory.scene_format import parse_heat, render_navigation, split_scene
 from memhub.scope import Isolation
-from memhub.sdk.scene_navigation import strip_navigation
+from memhub.sdk.scene_navigation import remove_generated
 from memhub.store import DocumentRecord, MemoryStore
 from memhub.timeutil import now_ms
 
@@ -23,6 +28,15 @@ class CoreRead:
     content: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class CoreWritten:
+    """What a persona write stored, and what it did not keep or change."""
+
+    document: DocumentRecord
+    removed_scene_navigation: bool  # a generated Scene Navigation block was taken out of the content
+    content_changed: bool  # False: same text as stored (md5), so the version stayed; updated_at still moved
+
+
 class CoreService:
     """Reads and writes the persona."""
 
@@ -30,24 +44,20 @@ class CoreService:
         self.store = store
 
     def read(self, iso: Isolation) -> CoreRead:
-        """The persona followed by the Scene Navigation of the profile's scenes, if any."""
+        """The persona exactly as stored (None content when there is none)."""
         doc = self.store.get_document(iso.profile, "core", PERSONA_PATH)
-        if doc is None:
-            return CoreRead(None, None)
-        scenes = self.store.list_documents(iso.profile, "scene")
-        if not scenes:
-            return CoreRead(doc, doc.content)
-        heats = {s.path: parse_heat(split_scene(s.content)[0].get("heat"), 0) for s in scenes}
-        return CoreRead(doc, f"{doc.content}\n\n{render_navigation(scenes, heats)}")
+        return CoreRead(doc, doc.content if doc else None)
 
-    def write(self, iso: Isolation, content: str, request_id: str) -> DocumentRecord:
-        """Upsert the persona; the navigation section is generated, so it is stripped before saving."""
-        text = strip_navigation(content)
+    def write(self, iso: Isolation, content: str, request_id: str) -> CoreWritten:
+        """Upsert the persona, trimmed, without a generated Scene Navigation block; `updated_at` always moves."""
+        removal = remove_generated(content)
+        text = removal.text
         digest = hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
         existing = self.store.get_document(iso.profile, "core", PERSONA_PATH)
-        if existing is not None and existing.content_md5 == digest:
-            return existing
-        stamp = now_ms()
+        changed = existing is None or existing.content_md5 != digest
+        # Strictly later than the stored stamp, even within one millisecond: a client comparing updated_at
+        # must see that its write landed.
+        stamp = max(now_ms(), existing.updated_ms + 1) if existing is not None else now_ms()
         doc = DocumentRecord(
             service_id=iso.service_id,
             team_id=iso.profile.team_id,
@@ -62,10 +72,11 @@ class CoreService:
             updated_ms=stamp,
         )
         if existing is not None:
-            doc = replace(doc, version=existing.version + 1, created_ms=existing.created_ms)
+            version = existing.version + 1 if changed else existing.version
+            doc = replace(doc, version=version, created_ms=existing.created_ms)
         stored = self.store.put_document(doc, audit_context(iso, request_id), expect_exists=None)
         assert stored is not None  # upserts always store
-        return stored
+        return CoreWritten(stored, removal.removed, changed)
 
     def count(self, iso: Isolation) -> int:
         """1 when the profile has a persona, else 0."""

@@ -1,21 +1,14 @@
-"""The L2 scene file format (META block + narrative) and the Scene Navigation footer of L3."""
+"""The L2 scene file format: a META block, then the narrative."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
-
-from memhub.sdk.scene_navigation import PATH_LINE_PREFIX
-from memhub.store import DocumentRecord
-from memhub.timeutil import ms_to_iso
 
 META_START = "-----META-START-----"
 META_END = "-----META-END-----"
-NAVIGATION_HEADING = "## 🗺️ Scene Navigation (Scene Index)"
 
 _META_BLOCK = re.compile(rf"^\s*{re.escape(META_START)}\s*\n(?P<meta>.*?)\n?{re.escape(META_END)}[ \t]*\n?", re.DOTALL)
-_HEAT_FLAMES = (50, 100, 200, 500, 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,21 +49,3 @@ def parse_heat(value: str | None, default: int) -> int:
         return max(int(value), 0) if value is not None else default
     except ValueError:
         return default
-
-
-def render_navigation(scenes: Sequence[DocumentRecord], heats: dict[str, int]) -> str:
-    """The footer appended to the persona on read: scenes by heat, hottest first."""
-    ordered = sorted(scenes, key=lambda d: (-heats.get(d.path, 0), -d.updated_ms, d.path))
-    lines = ["---", NAVIGATION_HEADING, ""]
-    for doc in ordered:
-        heat = heats.get(doc.path, 0)
-        flames = "🔥" * sum(heat >= t for t in _HEAT_FLAMES)
-        lines.append(f"{PATH_LINE_PREFIX}{doc.path}")
-        lines.append(f"**热度**: {heat} {flames}".rstrip() + f" | **更新**: {ms_to_iso(doc.updated_ms)}")
-        lines.append(f"Summary: {doc.summary or ''}".rstrip())
-        lines.append("")
-    lines.append(
-        "> Read a scene with `scenario/read` (or your read-file tool) using its path when the "
-        "persona above is not enough."
-    )
-    return "\n".join(lines)

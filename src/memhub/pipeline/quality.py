@@ -2,15 +2,18 @@
 
 These follow spec §7.4 (server-side `sanitize`, `shouldCaptureL0`, both defined once in
 `memhub.sdk.sanitize`) and §3.3 (`shouldExtractL1`).
-`looks_like_prompt_injection` only ever flags a memory in its metadata: conversation text is data,
-and nothing in it changes what the pipeline does.
+`looks_like_prompt_injection` flags a memory in its metadata (`injection_suspect`): conversation text is data,
+and nothing in it changes what the pipeline does. A flagged memory is kept (it is what the user said) but never
+placed in a prompt: scenes and the persona are built without it (`trusted`), and recall leaves it out.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from memhub.sdk.sanitize import sanitize_server_text, should_capture_l0
+from memhub.store import AtomicRecord
 
 # ---------------------------------------------------------------- quality gate and sanitize
 
@@ -64,3 +67,8 @@ def looks_like_prompt_injection(text: str) -> bool:
     """True when text resembles an attempt to re-instruct the assistant (EN/ZH); only ever a flag."""
     normalized = re.sub(r"\s+", " ", text)
     return any(p.search(normalized) for p in _INJECTION_PATTERNS)
+
+
+def trusted(memories: Sequence[AtomicRecord]) -> list[AtomicRecord]:
+    """The memories not flagged `injection_suspect`: what may be built into scenes, the persona or a prompt."""
+    return [m for m in memories if not (m.metadata or {}).get("injection_suspect")]

@@ -15,7 +15,7 @@ from memhub.memory.services import MemoryServices
 from memhub.pipeline.config import PipelineConfig
 from memhub.pipeline.generation_log import GenerationLogService
 from memhub.pipeline.prompts import CustomPrompt
-from memhub.pipeline.quality import looks_like_prompt_injection
+from memhub.pipeline.quality import looks_like_prompt_injection, trusted
 from memhub.pipeline.scenes import SceneDraft
 from memhub.pipeline.stages import Stages
 from memhub.pipeline.types import Candidate, Neighbour, SourceMessage
@@ -216,9 +216,9 @@ class PipelineRunner:
     def _l2(self, job: Job, owner: str, generation: Generation) -> None:
         iso = _profile_isolation(job)
         profile = iso.profile
-        memories = self.store.pipeline.profile_memories(profile, MAX_PROFILE_MEMORIES)
+        memories = trusted(self.store.pipeline.profile_memories(profile, MAX_PROFILE_MEMORIES))
         existing = [(d.path, d.summary or "", d.content) for d in self.store.list_documents(profile, "scene")]
-        changed = self.store.pipeline.changed_memories(profile, MAX_PROFILE_MEMORIES)
+        changed = trusted(self.store.pipeline.changed_memories(profile, MAX_PROFILE_MEMORIES))
         generation.inputs = [("l1", m.id) for m in changed]
         drafts = self.stages.scenes.scenes(memories, existing, self._custom(job, "l2", generation), changed)
         generation.outputs = [("l2", d.path) for d in drafts if not d.deleted]
@@ -240,7 +240,7 @@ class PipelineRunner:
     def _l3(self, job: Job, owner: str, generation: Generation) -> None:
         iso = _profile_isolation(job)
         profile: ProfileScope = iso.profile
-        memories = self.store.pipeline.profile_memories(profile, MAX_PROFILE_MEMORIES)
+        memories = trusted(self.store.pipeline.profile_memories(profile, MAX_PROFILE_MEMORIES))
         scenes = [
             SceneDraft(d.path, d.summary or "", d.content, 0, ()) for d in self.store.list_documents(profile, "scene")
         ]

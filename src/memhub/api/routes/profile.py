@@ -78,9 +78,12 @@ def core_read(call: Call, body: Body) -> dict[str, Any]:
 
 
 def core_write(call: Call, body: CoreWrite) -> dict[str, Any]:
-    doc = call.memory.core.write(call.isolation, body.content, call.request_id)
-    view = _write_view(call, doc)
+    written = call.memory.core.write(call.isolation, body.content, call.request_id)
+    view = _write_view(call, written.document)
     del view["path"]
+    # Extensions of the original's answer: what the write removed, and whether the text differed from the stored.
+    view["removed_scene_navigation"] = written.removed_scene_navigation
+    view["content_changed"] = written.content_changed
     return view
 
 

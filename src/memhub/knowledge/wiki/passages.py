@@ -9,7 +9,7 @@ for workspace knowledge, ~8,000 for agent / help knowledge; an over-long tail en
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -230,10 +230,23 @@ def _cut(text: str, budget: int) -> str:
     return "\n\n".join(kept)
 
 
+def _same(text: str) -> str:
+    return text
+
+
 def assemble(
-    sources: Sequence[Source], question: str, *, cap: int = CAP_WORKSPACE, marker: str = TRUNCATION_MARKER
+    sources: Sequence[Source],
+    question: str,
+    *,
+    cap: int = CAP_WORKSPACE,
+    marker: str = TRUNCATION_MARKER,
+    clean: Callable[[str], str] = _same,
 ) -> KnowledgeBlock:
-    """The knowledge block for the prompt: each source's passages with a source line, capped in code points."""
+    """The knowledge block for the prompt: each source's passages with a source line, capped in code points.
+
+    `clean` rewrites each passage and source line after the passages are chosen and before they are measured
+    (the composer escapes document text there), so the cap holds for the text that goes out.
+    """
     parts: list[str] = []
     picked: list[PickedPassage] = []
     used = 0
@@ -241,18 +254,18 @@ def assemble(
     truncated = False
     pending = [(s, p) for s in sources for p in select_passages(s.text, question)]
     for n, (source, passage) in enumerate(pending):
-        chunk = _header(source, passage) + passage.text
+        header, text = clean(_header(source, passage)), clean(passage.text)
+        chunk = header + text
         sep = 2 if parts else 0
         fits_all = used + sep + len(chunk) <= cap and n == len(pending) - 1
         if fits_all or used + sep + len(chunk) <= budget:
             parts.append(chunk)
             used += sep + len(chunk)
-            picked.append(PickedPassage(source.id, source.file, passage.heading, len(passage.text)))
+            picked.append(PickedPassage(source.id, source.file, passage.heading, len(text)))
             continue
         truncated = True
-        header = _header(source, passage)
         room = budget - used - sep - len(header)
-        body = _cut(passage.text, room) if room > 0 else ""
+        body = _cut(text, room) if room > 0 else ""
         if body:
             parts.append(header + body)
             picked.append(PickedPassage(source.id, source.file, passage.heading, len(body), truncated=True))

@@ -12,6 +12,7 @@ from memhub.sdk._errors import ParamError
 SERVER_MAX_QUERY_CHARS = 2048
 SERVER_MAX_CONTENT_CHARS = 8192
 SERVER_MAX_BATCH = 100
+SERVER_MAX_SEARCH_LIMIT = 100
 # The gateway refuses bodies over 1 MiB; batches stay under this many bytes of messages, leaving room
 # for the isolation fields and the JSON around them.
 SERVER_MAX_BATCH_BYTES = 960 * 1024
@@ -60,7 +61,7 @@ class AgentConfig:
                 raise ParamError(f"AgentConfig.{f.name}: must be a positive number (got {value!r})")
         if self.language not in ("en", "zh"):
             raise ParamError(f"AgentConfig.language: must be 'en' or 'zh' (got {self.language!r})")
-        if self.max_memories > 100:
+        if self.max_memories > SERVER_MAX_SEARCH_LIMIT:
             raise ParamError("AgentConfig.max_memories: must be at most 100 (the gateway's search limit)")
         if self.capture_backoff > self.capture_backoff_max:
             raise ParamError("AgentConfig.capture_backoff: must not exceed capture_backoff_max")

@@ -22,7 +22,13 @@ from memhub.sdk._errors import TDAMError
 from memhub.sdk.agent import prompt, tools
 from memhub.sdk.agent.breaker import CircuitBreaker
 from memhub.sdk.agent.capture import CaptureJob, CaptureQueue, idempotency_key
-from memhub.sdk.agent.config import SERVER_MAX_BATCH, SERVER_MAX_CONTENT_CHARS, SERVER_MAX_QUERY_CHARS, AgentConfig
+from memhub.sdk.agent.config import (
+    SERVER_MAX_BATCH,
+    SERVER_MAX_CONTENT_CHARS,
+    SERVER_MAX_QUERY_CHARS,
+    SERVER_MAX_SEARCH_LIMIT,
+    AgentConfig,
+)
 from memhub.sdk.agent.runner import LoopThread
 from memhub.sdk.agent.turns import fit_to_server_limits, select_turn
 from memhub.sdk.knowledge import AsyncKnowledgeClient
@@ -33,6 +39,7 @@ T = TypeVar("T")
 log = logging.getLogger("memhub.sdk.agent")
 
 MEMORIES, PERSONA, SCENES, CONTEXT = "memories", "persona", "scenes", "context"
+SUSPECT_MARGIN = 5
 UNAVAILABLE = "memory unavailable: "
 
 
@@ -236,7 +243,9 @@ class MemoryAgent:
 
         calls: dict[str, Coroutine[Any, Any, Any]] = {}
         if search_query:
-            calls[MEMORIES] = self._client.search_atomic(search_query, limit=cfg.max_memories)
+            # A few more than fit, so memories flagged `injection_suspect` (left out below) do not shorten the list.
+            limit = min(cfg.max_memories + SUSPECT_MARGIN, SERVER_MAX_SEARCH_LIMIT)
+            calls[MEMORIES] = self._client.search_atomic(search_query, limit=limit)
         if cfg.include_persona:
             calls[PERSONA] = self._client.read_core()
         if cfg.include_scene_nav:
@@ -268,13 +277,14 @@ class MemoryAgent:
             else:
                 results[name] = task.result()
 
-        memories = [m for m in (results.get(MEMORIES) or {}).get("items") or [] if isinstance(m, Mapping)]
+        # Memories the gateway's quality check flagged as reading like instructions never reach the prompt.
+        memories = prompt.trusted_memories((results.get(MEMORIES) or {}).get("items") or [])
         if PERSONA in results:
             content = (results[PERSONA] or {}).get("content")
             body, listed = prompt.split_navigation(content) if isinstance(content, str) else ("", [])
             self._stable.persona = body or None
             if SCENES not in results and not self._stable.scenes:
-                # The scene list was late, but the persona's own navigation names the scenes.
+                # The scene list was late, but an older gateway's navigation block in the persona names the scenes.
                 self._stable.scenes = tuple(listed[: cfg.max_scenes])
         if SCENES in results:
             entries = (results[SCENES] or {}).get("entries") or []

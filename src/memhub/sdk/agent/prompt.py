@@ -7,21 +7,16 @@ provider's prompt cache can keep it. Scene paths are sorted for the same reason.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from memhub.sdk.scene_navigation import navigation_paths, strip_navigation
+from memhub.sdk.fence import escape_tags, neutralise
+from memhub.sdk.scene_navigation import navigation_paths, remove_generated
 
 Language = Literal["en", "zh"]
 
 READ_TOOL = "tdai_read_file"
 TRUNCATED = "…"
-
-# The tags recall injects. Text stored in memory could contain them (a poisoned memory, or a user who
-# pasted a prompt); escaped, it cannot close our block early and smuggle instructions after it.
-_OWN_TAGS = ("relevant-memories", "user-persona", "scene-navigation", "relevant-scenes", "memory-tools-guide")
-_OWN_TAG_RE = re.compile(r"<(/?)(" + "|".join(_OWN_TAGS) + r")\b", re.IGNORECASE)
 
 _GUIDE = {
     "en": (
@@ -64,9 +59,19 @@ def tools_guide(language: Language = "en") -> str:
     return _GUIDE[language]
 
 
-def escape_own_tags(text: str) -> str:
-    """Neutralise our injection tags inside stored text (`<user-persona>` → `&lt;user-persona>`)."""
-    return _OWN_TAG_RE.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
+def is_injection_suspect(item: Mapping[str, Any]) -> bool:
+    """Whether the gateway's pipeline flagged this memory as reading like an instruction to the agent.
+
+    The flag is the memory's `metadata.injection_suspect` (set by the gateway's quality check when the memory is
+    extracted); such a memory is data that must never be placed in a prompt.
+    """
+    metadata = item.get("metadata")
+    return isinstance(metadata, Mapping) and metadata.get("injection_suspect") is True
+
+
+def trusted_memories(items: Iterable[Any]) -> list[Mapping[str, Any]]:
+    """The memories of a search answer that may go into a prompt: well-formed and not flagged as suspect."""
+    return [m for m in items if isinstance(m, Mapping) and not is_injection_suspect(m)]
 
 
 def clip(text: str, limit: int) -> str:
@@ -90,19 +95,21 @@ def format_memories(
 ) -> str:
     """The `<relevant-memories>` block with `[type]` tags, within the item, character and token budgets; "" if empty.
 
-    Whole memories only: one that would break a budget ends the list (never half a memory in the prompt).
+    Whole memories only: one that would break a budget ends the list (never half a memory in the prompt). Each
+    memory is one line with our prompt tags escaped (memhub.sdk.fence), so it cannot close the block; memories
+    flagged `injection_suspect` are left out.
     """
     head, tail = "<relevant-memories>\n", "\n</relevant-memories>"
     lines: list[str] = []
     used = len(head) + len(tail)
     tokens = estimate_tokens(head + "\n" + tail)
-    for item in items[:max_items]:
+    for item in trusted_memories(items)[:max_items]:
         content = _one_line(str(item.get("content") or ""))
         if not content:
             continue
         kind = str(item.get("type") or "").strip()
         line = f"- [{kind}] " if kind else "- "
-        line += escape_own_tags(clip(content, max_item_chars))
+        line += escape_tags(clip(content, max_item_chars))
         line_tokens = estimate_tokens(line) + 1
         if used + len(line) + 1 > max_chars or (max_tokens is not None and tokens + line_tokens > max_tokens):
             break
@@ -125,28 +132,29 @@ def scene_paths(entries: Iterable[Mapping[str, Any]], max_scenes: int) -> list[s
 
 
 def split_navigation(persona: str) -> tuple[str, list[str]]:
-    """The persona without the gateway's Scene Navigation section, and the scene paths that section listed.
+    """The persona without a Scene Navigation block an older gateway appended, and the scene paths it listed.
 
-    The gateway's section carries heat, dates and summaries, so it changes whenever a scene is touched; the kit
-    lists scene paths itself, sorted, so the system prompt's tail stays cacheable.
+    Today's gateway returns the persona as stored and the kit lists scenes from `scenario/ls`. An older gateway's
+    block carries heat, dates and summaries, so it changes whenever a scene is touched; the kit lists scene paths
+    itself, sorted, so the system prompt's tail stays cacheable. Only the generated block goes: text a user
+    wrote stays.
     """
-    return strip_navigation(persona), navigation_paths(persona)
+    return remove_generated(persona).text, navigation_paths(persona)
 
 
 def format_system(persona: str | None, scenes: Sequence[str], *, language: Language, max_persona_chars: int) -> str:
-    """Persona, Scene Navigation (paths only, listed once) and the tools guide.
+    """Persona (fenced, escaped), Scene Navigation (paths only) and the tools guide.
 
-    `persona` is expected without a navigation section (see `split_navigation`); if one is still in it,
-    ours is not added, as in the original plugin.
+    The persona is data written by a model or a user: inside `<user-persona>` its tags and line-leading headings
+    are escaped (memhub.sdk.fence), and whatever it says, it never replaces the scene index (the original plugin
+    skipped the index when the persona mentioned "Scene Navigation"; a persona's text must not steer the prompt).
     """
     parts: list[str] = []
     if persona and persona.strip():
-        parts.append(
-            "<user-persona>\n" + escape_own_tags(clip(persona.strip(), max_persona_chars)) + "\n</user-persona>"
-        )
-    if scenes and not (persona and "Scene Navigation" in persona):
+        parts.append("<user-persona>\n" + neutralise(clip(persona.strip(), max_persona_chars)) + "\n</user-persona>")
+    if scenes:
         lines = ["## 🗺️ Scene Navigation", _SCENE_HEADER[language], ""]
-        lines += [f"- `{path}`" for path in scenes]
+        lines += [f"- `{escape_tags(path)}`" for path in scenes]
         parts.append("\n".join(lines))
     parts.append(tools_guide(language))
     return "\n\n".join(parts)

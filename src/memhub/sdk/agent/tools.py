@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from memhub.sdk.agent.prompt import clip
+from memhub.sdk.agent.prompt import clip, trusted_memories
+from memhub.sdk.fence import escape_tags
 
 ToolFormat = Literal["openai", "anthropic"]
 
@@ -199,17 +200,23 @@ def memory_file_path(args: Mapping[str, Any]) -> str:
 
 
 def format_memory_hits(data: Mapping[str, Any]) -> str:
-    """`tdai_memory_search` text: a count line then `- **[type]** (score: x.xxx) content` lines."""
-    items = [i for i in data.get("items") or [] if isinstance(i, Mapping)]
+    """`tdai_memory_search` text: a count line then `- **[type]** (score: x.xxx) content` lines.
+
+    Memories flagged `injection_suspect` are withheld (the answer says how many), and our prompt tags in the rest
+    are escaped, as in recall's block.
+    """
+    found = [i for i in data.get("items") or [] if isinstance(i, Mapping)]
+    items = trusted_memories(found)
+    withheld = len(found) - len(items)
+    note = f" ({withheld} withheld: flagged as possible prompt injection)" if withheld else ""
     if not items:
-        return "No matching memories found."
-    lines = [f"Found {len(items)} matching memories:"]
+        return f"No matching memories found.{note}"
+    lines = [f"Found {len(items)} matching memories{note}:"]
     for item in items:
         score = item.get("score")
         score_text = f" (score: {float(score):.3f})" if isinstance(score, int | float) else ""
-        lines.append(
-            f"- **[{item.get('type') or 'memory'}]**{score_text} {' '.join(str(item.get('content') or '').split())}"
-        )
+        content = escape_tags(" ".join(str(item.get("content") or "").split()))
+        lines.append(f"- **[{item.get('type') or 'memory'}]**{score_text} {content}")
     return "\n".join(lines)
 
 
