@@ -9,6 +9,7 @@ from memhub.store.codegraph_schema import create_code_graph_tables
 from memhub.store.knowledge_schema import create_knowledge_tables
 from memhub.store.meta_schema import create_meta_tables
 from memhub.store.pipeline_schema import create_pipeline_tables
+from memhub.store.profile_schema import per_user_profiles
 from memhub.store.sqlite_context import refresh_context
 
 Migration = str | Callable[[sqlite3.Connection], None]
@@ -169,4 +170,5 @@ MIGRATIONS: list[Migration] = [
     create_code_graph_tables,
     # v7: chat-memory/clear finds an agent's L0 messages across its users and tasks (as l1_by_profile does for L1).
     "CREATE INDEX l0_by_profile ON l0_messages (service_id, agent_id, team_id)",
+    per_user_profiles,
 ]
