@@ -260,7 +260,8 @@ OUTSIDERS = [
     pytest.param(SERVICE, {**OWNER, "task_id": "task-2"}, id="other-task"),
     pytest.param(SERVICE, {"team_id": "team-1"}, id="defaults"),
 ]
-PROFILE_OUTSIDERS = {"other-service", "other-team", "other-agent", "defaults"}
+# L2/L3 belong to (team, agent, user): only another task of the same user shares the profile.
+PROFILE_OUTSIDERS = {"other-service", "other-team", "other-agent", "other-user", "defaults"}
 
 
 def seed(gw: Gateway) -> dict[str, str]:
@@ -322,7 +323,7 @@ def test_outsiders_of_the_profile_cannot_see_or_remove_l2_l3(
     shares_profile = request.node.callspec.id not in PROFILE_OUTSIDERS
     scene = gateway.ok("/v3/scenario/read", {"path": "zoo/zebra.md"}, **as_them)
     persona = gateway.ok("/v3/core/read", {}, **as_them)
-    if shares_profile:  # L2/L3 belong to (team, agent): another user or task of it sees them
+    if shares_profile:  # another task of the same user sees them
         assert scene["content"].endswith("zebra scene\n")
         assert persona["content"].startswith("zebra persona")
         assert gateway.ok("/v3/scenario/count", {}, **as_them) == {"total": 1}

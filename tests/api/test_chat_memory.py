@@ -313,8 +313,8 @@ class _ClearDuringGeneration:
 def test_an_l2_job_under_way_when_the_clear_lands_writes_no_scene(world: World) -> None:
     world.seed(world.a)
     gw = world.gw
-    profile = ProfileScope("svc-a", world.team, world.a)
-    scope = {"service_id": "svc-a", "team_id": world.team, "agent_id": world.a}
+    profile = ProfileScope("svc-a", world.team, world.a, "user-1")
+    scope = {"service_id": "svc-a", "team_id": world.team, "agent_id": world.a, "user_id": "user-1"}
     assert gw.store.pipeline.enqueue("svc-a", "l2", profile.key, scope, now_ms())
     stages = gw.pipeline.runner.stages
     writer = _ClearDuringGeneration(world, stages.scenes)

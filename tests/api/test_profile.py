@@ -1,4 +1,4 @@
-"""L2 scenario/* and L3 core/* routes: META blocks, versions, safe paths, (team, agent) scope, audit."""
+"""L2 scenario/* and L3 core/* routes: META blocks, versions, safe paths, (team, agent, user) scope, audit."""
 
 from __future__ import annotations
 
@@ -305,12 +305,13 @@ def test_ls_refuses_unsafe_prefix(gateway: Gateway, prefix: str) -> None:
     assert env["message"].startswith("path_prefix: ")
 
 
-# -- (team, agent) scope -------------------------------------------------------------------
+# -- (team, agent, user) scope -------------------------------------------------------------
 SAME_PROFILE = [
-    pytest.param({**ISO, "user_id": "user-2"}, id="other-user"),
     pytest.param({**ISO, "task_id": "task-9", "session_id": "s-9"}, id="other-task-session"),
 ]
 OTHER_PROFILE = [
+    # A profile is one user's: a teammate talking to the same agent never reads it (nor writes it).
+    pytest.param({**ISO, "user_id": "user-2"}, {}, id="other-user"),
     pytest.param({**ISO, "agent_id": "agent-2"}, {}, id="other-agent"),
     pytest.param({**ISO, "team_id": "team-2"}, {}, id="other-team"),
     pytest.param(ISO, {"service": "svc-b"}, id="other-service"),
@@ -318,19 +319,19 @@ OTHER_PROFILE = [
 
 
 @pytest.mark.parametrize("who", SAME_PROFILE)
-def test_profile_is_shared_by_users_of_the_same_team_and_agent(gateway: Gateway, who: dict[str, str]) -> None:
+def test_profile_is_shared_by_the_tasks_and_sessions_of_one_user(gateway: Gateway, who: dict[str, str]) -> None:
     create(gateway, "shared.md", "team memory")
     gateway.ok("/v3/core/write", {"content": "shared persona"})
     assert read(gateway, "shared.md", isolation=who)["content"].endswith("team memory\n")
     assert gateway.ok("/v3/scenario/count", {}, isolation=who) == {"total": 1}
     assert gateway.ok("/v3/core/read", {}, isolation=who)["content"].startswith("shared persona")
-    # … and may change it, which the first user then sees.
+    # … and may change it, which the other tasks then see.
     gateway.ok("/v3/scenario/write", {"path": "shared.md", "content": "edited"}, isolation=who)
     assert read(gateway, "shared.md")["version"] == 1
 
 
 @pytest.mark.parametrize(("who", "extra"), OTHER_PROFILE)
-def test_profile_is_invisible_to_other_agents_teams_and_services(
+def test_profile_is_invisible_to_other_users_agents_teams_and_services(
     gateway: Gateway, who: dict[str, str], extra: dict[str, str]
 ) -> None:
     create(gateway, "private.md", "secret")
@@ -542,7 +543,8 @@ def test_directory_rm_audits_every_file(gateway: Gateway) -> None:
 
 
 def test_profile_without_team_belongs_to_the_user(gateway: Gateway) -> None:
-    """As in the original (`team:{team||user||default}`), users who send no team share no persona."""
+    """As in the original (`team:{team||user||default}`), users who send no team share no persona; with a team
+    they share none either (a profile is one user's), and a user's team-less and team profiles are apart."""
     alice = {"agent_id": "agent-1", "user_id": "alice"}
     bob = {"agent_id": "agent-1", "user_id": "bob"}
     gateway.ok("/v3/core/write", {"content": "Alice likes tea"}, isolation=alice)
@@ -550,7 +552,8 @@ def test_profile_without_team_belongs_to_the_user(gateway: Gateway) -> None:
     assert gateway.ok("/v3/core/read", isolation=alice)["content"] == "Alice likes tea"
     gateway.ok("/v3/scenario/create", {"path": "a.md", "content": "x"}, isolation=alice)
     assert gateway.ok("/v3/scenario/count", isolation=bob)["total"] == 0
-    # With a team given, the team's agent profile is shared whatever the user.
     team = {"team_id": "t-9", "agent_id": "agent-1"}
-    gateway.ok("/v3/core/write", {"content": "Team doctrine"}, isolation={**team, "user_id": "alice"})
-    assert gateway.ok("/v3/core/read", isolation={**team, "user_id": "bob"})["content"] == "Team doctrine"
+    gateway.ok("/v3/core/write", {"content": "Alice in t-9"}, isolation={**team, "user_id": "alice"})
+    assert gateway.ok("/v3/core/read", isolation={**team, "user_id": "bob"})["content"] is None
+    assert gateway.ok("/v3/core/read", isolation={**team, "user_id": "alice"})["content"] == "Alice in t-9"
+    assert gateway.ok("/v3/core/read", isolation=alice)["content"].startswith("Alice likes tea")

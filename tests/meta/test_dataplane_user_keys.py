@@ -314,9 +314,17 @@ def test_member_through_a_team_visible_agent(fresh: Tenant) -> None:
     memory = t.ok("/v3/atomic/add", {**scope, "content": "bob likes rome", "type": "persona"}, t.bob.key)
     assert memory["user_id"] == t.bob.user_id
     assert [i["id"] for i in t.ok("/v3/atomic/query", scope, t.bob.key)["items"]] == [memory["id"]]
-    # L2/L3 belong to the (team, agent): the team agent's scene and persona are shared with members.
-    assert t.ok("/v3/scenario/read", {**scope, "path": "notes/a.md"}, t.bob.key)["content"].endswith("alice's scene\n")
-    assert "alice's persona" in t.ok("/v3/core/read", scope, t.bob.key)["content"]
+    # L2/L3 are per user too: through the same team agent bob reads and writes his own profile, never alice's.
+    assert t.ok("/v3/scenario/read", {**scope, "path": "notes/a.md"}, t.bob.key)["content"] is None
+    assert t.ok("/v3/scenario/ls", scope, t.bob.key) == {"entries": [], "total": 0}
+    assert t.ok("/v3/core/read", scope, t.bob.key)["content"] is None
+    t.ok("/v3/scenario/create", {**scope, "path": "notes/a.md", "content": "bob's scene"}, t.bob.key)
+    t.ok("/v3/core/write", {**scope, "content": "bob's persona"}, t.bob.key)
+    assert t.ok("/v3/scenario/read", {**scope, "path": "notes/a.md"}, t.bob.key)["content"].endswith("bob's scene\n")
+    assert t.ok("/v3/scenario/read", {**scope, "path": "notes/a.md"}, t.alice.key)["content"].endswith(
+        "alice's scene\n"
+    )
+    assert "alice's persona" in t.ok("/v3/core/read", scope, t.alice.key)["content"]
     # A task of the team is fine; so is the admin through the restricted agent.
     t.ok("/v3/conversation/count", {**scope, "task_id": t.task_a}, t.bob.key)
     assert t.ok("/v3/core/count", {"team_id": t.team_a, "agent_id": t.ar}, t.erin.key) == {"total": 0}

@@ -116,16 +116,18 @@ def test_atomic_update_reindexes_and_audits(store: SQLiteStore) -> None:
     assert store.update_atomic("other-svc", rec.id, "x", None, 1, AUDIT) is None
 
 
-def test_documents_are_scoped_by_team_and_agent(store: SQLiteStore) -> None:
-    mine = ProfileScope("svc", "team", "agent")
-    other = ProfileScope("svc", "team", "agent-2")
-    doc = DocumentRecord("svc", "team", "agent", "scene", "a/b.md", "body", "sum", 0, "md5", 1, 1)
+def test_documents_are_scoped_by_team_agent_and_user(store: SQLiteStore) -> None:
+    mine = ProfileScope("svc", "team", "agent", "user")
+    others = [ProfileScope("svc", "team", "agent-2", "user"), ProfileScope("svc", "team", "agent", "user-2")]
+    doc = DocumentRecord("svc", "team", "agent", "user", "scene", "a/b.md", "body", "sum", 0, "md5", 1, 1)
     assert store.put_document(doc, AUDIT, expect_exists=True) is None  # write needs an existing file
     assert store.put_document(doc, AUDIT, expect_exists=False) == doc
     assert store.put_document(doc, AUDIT, expect_exists=False) is None  # create refuses a taken path
-    assert store.get_document(other, "scene", "a/b.md") is None
+    for other in others:
+        assert store.get_document(other, "scene", "a/b.md") is None
+        assert store.list_documents(other, "scene") == []
+        assert store.delete_documents(other, "scene", ["a/b.md"], [], AUDIT) == []
     assert [d.path for d in store.list_documents(mine, "scene", "a/")] == ["a/b.md"]
-    assert store.delete_documents(other, "scene", ["a/b.md"], [], AUDIT) == []
     assert store.delete_documents(mine, "scene", [], ["a/"], AUDIT) == ["a/b.md"]
     assert store.list_documents(mine, "scene") == []
 

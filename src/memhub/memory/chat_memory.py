@@ -2,7 +2,8 @@
 
 A chat-memory asset `chat_memory-{team}-{agent}` stands for everything memhub remembers of one
 agent in one team: the L0 messages and L1 memories of every user and task that talked to it (L0/L1
-are scoped by team, user, agent and task) and the (team, agent) profile's L2 scenes and L3 persona.
+are scoped by team, user, agent and task) and every such user's L2 scenes and L3 persona (a profile
+belongs to one user of the team and agent).
 
 Who may clear (the data plane's authentication; strict isolation does not apply, the ids name the scope):
 - the gateway key alone: the tenant's operator, who may clear any chat memory of the tenant;

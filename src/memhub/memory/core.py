@@ -62,6 +62,7 @@ class CoreService:
             service_id=iso.service_id,
             team_id=iso.profile.team_id,
             agent_id=iso.agent_id,
+            user_id=iso.profile.user_id,
             kind="core",
             path=PERSONA_PATH,
             content=text,

@@ -1,4 +1,4 @@
-"""L2: narrative scene files of a (team, agent) profile, with md5-gated versions."""
+"""L2: narrative scene files of a (team, agent, user) profile, with md5-gated versions."""
 
 from __future__ import annotations
 
@@ -106,6 +106,7 @@ class ScenarioService:
             service_id=iso.service_id,
             team_id=iso.profile.team_id,
             agent_id=iso.agent_id,
+            user_id=iso.profile.user_id,
             kind="scene",
             path=path,
             content=render_scene(meta, body),

@@ -3,6 +3,8 @@
 The original trusts whatever team/agent/user ids a request carries (spec §11 point 1). Here a
 request authenticated by a user key is checked before anything is read or written; the gateway
 key keeps the original's service-administrator behaviour unless MEMHUB_DATA_PLANE_AUTH=user_key.
+L2/L3 follow L0/L1: a profile belongs to one user (Isolation.profile), so a user key that acts only
+as its own user reads and writes only its own scenes and persona, never a teammate's.
 """
 
 from __future__ import annotations
@@ -53,4 +55,5 @@ class DataPlaneAccess:
                 task = r.get(MetaKind.TASK, isolation.task_id)
                 if task is None or task["team_id"] != team_id:
                     raise AccessDenied("task_id", f"not a task of team {team_id}")
+        # The profile is the key's own user's (checked above) under the team it acts in.
         return replace(isolation, profile_team_id=team_id)

@@ -6,7 +6,7 @@ each run read and wrote. Here, as for the pipeline's own jobs and by analogy wit
 
 - the gateway key and a system admin read every generation of the tenant;
 - a user key reads the L1 generations of the request's own (team, user, agent, task) scope and the
-  L2/L3 generations of its (team, agent) profile, i.e. of the isolation the data plane authorized;
+  L2/L3 generations of its (team, agent, user) profile, i.e. of the isolation the data plane authorized;
 - a team admin (a team's owner is one), who manages the team's prompts, also reads every generation
   of the teams they administer through the agents they may use (not another member's private agent).
 

@@ -36,10 +36,12 @@ def _source(message: Any) -> SourceMessage:
 
 
 def _profile_isolation(job: Job) -> Isolation:
+    """The profile's owner: an L2/L3 job reads and writes one user's scenes and persona."""
     scope = job.scope
     return Isolation(
         service_id=scope["service_id"],
         team_id=scope["team_id"],
+        user_id=scope["user_id"],
         agent_id=scope["agent_id"],
         profile_team_id=scope["team_id"],
     )

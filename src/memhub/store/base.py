@@ -200,9 +200,10 @@ class MemoryStore(ABC):
 
         Per target: the L0 messages and L1 memories of every user and task of the (team, agent),
         with their full-text entries, vectors, embedding-queue entries and L1 version history; the
-        (team, agent) profile's scene files and persona; the pipeline's progress for them, and its
-        open jobs, settled as done so that no queued or in-flight job writes into the emptied
-        memory. One audit row per layer (L0–L3, action `clear`) names `record_id`.
+        scene files and persona of every user's profile of the (team, agent); the pipeline's
+        progress for them, and its open jobs, settled as done so that no queued or in-flight job
+        writes into the emptied memory. One audit row per layer (L0–L3, action `clear`) names
+        `record_id`.
         """
 
     # -- audit -------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ JobState = Literal["pending", "running", "done", "dead"]
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One unit of pipeline work on one target (a session for L1, a profile for L2/L3)."""
+    """One unit of pipeline work on one target (a session for L1, one user's profile for L2/L3)."""
 
     seq: int
     service_id: str
@@ -192,11 +192,15 @@ class PipelineStore(ABC):
     # -- L2 / L3 ---------------------------------------------------------------------------------
     @abstractmethod
     def profile_memories(self, profile: ProfileScope, limit: int) -> list[AtomicRecord]:
-        """The profile's current memories (every user and task of the agent), most important first."""
+        """The current memories of the profile's user (every task under its team and agent), most important first.
+
+        Never another user's: a profile is what one user's prompt receives.
+        """
 
     @abstractmethod
     def changed_memories(self, profile: ProfileScope, limit: int) -> list[AtomicRecord]:
-        """The profile's memories new or changed since its last L2 run (all of them before the first), oldest first."""
+        """The profile's memories (as profile_memories) new or changed since its last L2 run (all of them before
+        the first), oldest first."""
 
     @abstractmethod
     def after_l2(self, job: Job, owner: str, profile: ProfileScope, now_ms: int, persona_every: int) -> bool:

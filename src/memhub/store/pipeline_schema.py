@@ -48,7 +48,7 @@ PIPELINE_TABLES = """
     ) WITHOUT ROWID;
     CREATE INDEX pipeline_sessions_waiting ON pipeline_sessions (last_message_ms) WHERE last_rowid > l1_cursor;
 
-    -- L2/L3 progress of one (team, agent) profile.
+    -- L2/L3 progress of one profile (one user's of a team and agent since migration 11).
     CREATE TABLE pipeline_profiles (
         profile_key             TEXT PRIMARY KEY,
         service_id              TEXT NOT NULL,
@@ -148,7 +148,7 @@ PIPELINE_TABLES = """
     );
     CREATE INDEX memory_prompt_setting_logs_by_time ON memory_prompt_setting_logs (service_id, created_ms);
 
-    -- L2 reads a (team, agent) profile's memories across its users and tasks.
+    -- chat-memory/clear finds a (team, agent)'s memories across its users and tasks.
     CREATE INDEX l1_by_profile ON l1_atomic (service_id, agent_id, team_id)
 """
 

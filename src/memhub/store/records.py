@@ -95,11 +95,12 @@ class AtomicFilter:
 
 @dataclass(frozen=True, slots=True)
 class DocumentRecord:
-    """An L2 scene file or the L3 persona of one (team, agent) profile."""
+    """An L2 scene file or the L3 persona of one (team, agent, user) profile."""
 
     service_id: str
     team_id: str
     agent_id: str
+    user_id: str
     kind: DocumentKind
     path: str
     content: str
@@ -124,7 +125,7 @@ class AuditContext:
 
 @dataclass(frozen=True, slots=True)
 class ClearTarget:
-    """One agent's memory to empty: every L0/L1 record of its (team, agent), and its L2/L3 profile."""
+    """One agent's memory to empty: every L0/L1 record of its (team, agent), and every user's L2/L3 profile."""
 
     service_id: str
     team_id: str

@@ -544,6 +544,7 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
             service_id=row["service_id"],
             team_id=row["team_id"],
             agent_id=row["agent_id"],
+            user_id=row["user_id"],
             kind=row["kind"],
             path=row["path"],
             content=row["content"],
@@ -580,7 +581,7 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
     def put_document(
         self, doc: DocumentRecord, audit: AuditContext, *, expect_exists: bool | None
     ) -> DocumentRecord | None:
-        scope = ProfileScope(doc.service_id, doc.team_id, doc.agent_id)
+        scope = ProfileScope(doc.service_id, doc.team_id, doc.agent_id, doc.user_id)
         with self._write() as con:
             exists = con.execute(
                 "SELECT 1 FROM profile_documents WHERE scope_key = ? AND kind = ? AND path = ?",
@@ -589,8 +590,9 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
             if (expect_exists is True and not exists) or (expect_exists is False and exists):
                 return None
             con.execute(
-                "INSERT INTO profile_documents (scope_key, service_id, team_id, agent_id, kind, path, content, "
-                "summary, version, content_md5, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "INSERT INTO profile_documents (scope_key, service_id, team_id, agent_id, user_id, kind, path, "
+                "content, summary, version, content_md5, created_ms, updated_ms) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (scope_key, kind, path) DO UPDATE SET content = excluded.content, "
                 "summary = excluded.summary, version = excluded.version, content_md5 = excluded.content_md5, "
                 "updated_ms = excluded.updated_ms",
@@ -599,6 +601,7 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
                     doc.service_id,
                     doc.team_id,
                     doc.agent_id,
+                    doc.user_id,
                     doc.kind,
                     doc.path,
                     doc.content,

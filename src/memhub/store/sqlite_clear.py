@@ -1,7 +1,8 @@
 """Clearing an agent's whole memory in the SQLite store: a part of SQLiteStore, in its own module.
 
 A chat-memory asset stands for one (team, agent); its L0/L1 records are spread over every user
-and task that talked to the agent, so they are found by the owner columns, not by one scope key.
+and task that talked to the agent, and its L2/L3 over every user's profile, so they are found by
+the owner columns, not by one scope key.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from memhub.scope import ProfileScope
 from memhub.store.records import ClearedMemory, ClearTarget, EmbeddingKind
 from memhub.store.sqlite_util import chunks, drop_rows
 from memhub.timeutil import now_ms
@@ -22,7 +22,8 @@ _OWNER = "service_id = ? AND agent_id = ? AND team_id = ?"  # the order of the l
 
 
 class ClearTables:
-    """clear_agent_memory: L0–L3, vectors, history and pipeline state of (team, agent)s, in one transaction."""
+    """clear_agent_memory: L0–L3 (every user's), vectors, history and pipeline state of (team, agent)s, in one
+    transaction."""
 
     if TYPE_CHECKING:  # provided by SQLiteStore
         _vectors: dict[str, Any]
@@ -52,9 +53,9 @@ class ClearTables:
             marks = ",".join("?" * len(chunk))
             history = f"DELETE FROM l1_history WHERE service_id = ? AND scope_key IN ({marks})"
             con.execute(history, [t.service_id, *chunk])
-        profile = ProfileScope(t.service_id, t.team_id, t.agent_id)
-        documents = con.execute("DELETE FROM profile_documents WHERE scope_key = ?", (profile.key,)).rowcount
-        cancelled = self._settle_pipeline(con, t, owner, profile, stamp)
+        # Every user's profile of the (team, agent): their scene files and persona.
+        documents = con.execute(f"DELETE FROM profile_documents WHERE {_OWNER}", owner).rowcount
+        cancelled = self._settle_pipeline(con, t, owner, stamp)
         for layer in _LAYERS:
             self._audit(con, t.service_id, t.record_id, layer, "clear", None, stamp, t.audit)
         return ClearedMemory(l0_deleted=l0, l1_deleted=l1, profile_deleted=documents, jobs_cancelled=cancelled)
@@ -74,9 +75,7 @@ class ClearTables:
         return deleted, set(by_scope)
 
     @staticmethod
-    def _settle_pipeline(
-        con: sqlite3.Connection, t: ClearTarget, owner: tuple[str, str, str], profile: ProfileScope, stamp: int
-    ) -> int:
+    def _settle_pipeline(con: sqlite3.Connection, t: ClearTarget, owner: tuple[str, str, str], stamp: int) -> int:
         """Forget the (team, agent)'s extraction progress and settle its open jobs unrun.
 
         A running job loses its lease: its worker's commit (commit_l1, after_l2/l3, and the lease check
@@ -90,5 +89,5 @@ class ClearTables:
             (CANCELLED, stamp, stamp, t.service_id, t.team_id, t.agent_id),
         ).rowcount
         con.execute(f"DELETE FROM pipeline_sessions WHERE {_OWNER}", owner)
-        con.execute("DELETE FROM pipeline_profiles WHERE profile_key = ?", (profile.key,))
+        con.execute(f"DELETE FROM pipeline_profiles WHERE {_OWNER}", owner)
         return cancelled

@@ -109,10 +109,29 @@ def _visible(scope: JobScope | None) -> tuple[str, list[str]]:
     return f" AND ({' OR '.join(parts) or '0'})", params
 
 
-def _profile_scope_of(row: sqlite3.Row | dict[str, Any]) -> ProfileScope:
-    # As the data plane does: a profile without a team belongs to the user (scope.py).
-    team = row["team_id"] if row["team_id"] != "default" else row["user_id"]
-    return ProfileScope(row["service_id"], team, row["agent_id"])
+def _profile_job_scope(profile: ProfileScope) -> dict[str, str]:
+    """The isolation ids an L2/L3 job acts under: the profile's owner."""
+    p = profile
+    return {"service_id": p.service_id, "team_id": p.team_id, "agent_id": p.agent_id, "user_id": p.user_id}
+
+
+def _upsert_profile(con: sqlite3.Connection, profile: ProfileScope) -> None:
+    con.execute(
+        "INSERT INTO pipeline_profiles (profile_key, service_id, team_id, agent_id, user_id) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (profile_key) DO NOTHING",
+        (profile.key, profile.service_id, profile.team_id, profile.agent_id, profile.user_id),
+    )
+
+
+# A profile is built from its user's memories under its (team, agent) only, every task of them; a profile
+# without a team (filed under the user) also takes the user's team-less memories.
+_PROFILE_MEMORIES = (
+    "service_id = ? AND agent_id = ? AND user_id = ? AND (team_id = ? OR (team_id = 'default' AND user_id = ?))"
+)
+
+
+def _profile_params(profile: ProfileScope) -> tuple[str, ...]:
+    return (profile.service_id, profile.agent_id, profile.user_id, profile.team_id, profile.team_id)
 
 
 class SQLitePipelineStore(PipelineStore):
@@ -167,7 +186,8 @@ class SQLitePipelineStore(PipelineStore):
                         (max(nxt, 1), row["scope_key"], row["session_id"]),
                     )
             for row in con.execute(_DUE_PROFILES, (now_ms, limit)).fetchall():
-                scope = {"service_id": row["service_id"], "team_id": row["team_id"], "agent_id": row["agent_id"]}
+                profile = ProfileScope(row["service_id"], row["team_id"], row["agent_id"], row["user_id"])
+                scope = _profile_job_scope(profile)
                 if self._insert_job(con, row["service_id"], "l2", row["profile_key"], scope, now_ms):
                     opened += 1
                     con.execute(
@@ -182,12 +202,8 @@ class SQLitePipelineStore(PipelineStore):
                 where += " AND session_id = ?"
                 params.append(session_id)
             marked = con.execute(f"UPDATE pipeline_sessions SET flush = 1 WHERE {where}", params).rowcount
-            profile = _profile_scope_of(_scope_dict(scope))
-            con.execute(
-                "INSERT INTO pipeline_profiles (profile_key, service_id, team_id, agent_id) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (profile_key) DO NOTHING",
-                (profile.key, profile.service_id, profile.team_id, profile.agent_id),
-            )
+            profile = scope.profile
+            _upsert_profile(con, profile)
             # Flushed: pending scene work runs now, and so does the L2 after the flushed L1 (see _due_l2).
             con.execute(
                 "UPDATE pipeline_profiles SET persona_requested = 1, "
@@ -435,12 +451,8 @@ class SQLitePipelineStore(PipelineStore):
 
     @staticmethod
     def _due_l2(con: sqlite3.Connection, scope: MemoryScope, changed: int, now_ms: int, schedule: Schedule) -> None:
-        profile = _profile_scope_of(_scope_dict(scope))
-        con.execute(
-            "INSERT INTO pipeline_profiles (profile_key, service_id, team_id, agent_id, memories_since_persona) "
-            "VALUES (?, ?, ?, ?, 0) ON CONFLICT (profile_key) DO NOTHING",
-            (profile.key, profile.service_id, profile.team_id, profile.agent_id),
-        )
+        profile = scope.profile
+        _upsert_profile(con, profile)
         row = con.execute("SELECT * FROM pipeline_profiles WHERE profile_key = ?", (profile.key,)).fetchone()
         # L2 a little after L1 (so one L2 covers a burst of batches), never sooner than the minimum
         # interval, unless a flush asked for scenes and persona now.
@@ -460,10 +472,9 @@ class SQLitePipelineStore(PipelineStore):
     # -- L2 / L3 ---------------------------------------------------------------------------------
     def profile_memories(self, profile: ProfileScope, limit: int) -> list[AtomicRecord]:
         rows = self.store._reader().execute(
-            "SELECT * FROM l1_atomic WHERE service_id = ? AND agent_id = ? "
-            "AND (team_id = ? OR (team_id = 'default' AND user_id = ?)) "
+            f"SELECT * FROM l1_atomic WHERE {_PROFILE_MEMORIES} "
             "ORDER BY (priority = -1) DESC, priority DESC, updated_ms DESC LIMIT ?",
-            (profile.service_id, profile.agent_id, profile.team_id, profile.team_id, limit),
+            (*_profile_params(profile), limit),
         )
         return [self.store._atomic(r) for r in rows]
 
@@ -472,10 +483,8 @@ class SQLitePipelineStore(PipelineStore):
         row = con.execute("SELECT last_l2_ms FROM pipeline_profiles WHERE profile_key = ?", (profile.key,)).fetchone()
         since = row["last_l2_ms"] if row is not None and row["last_l2_ms"] is not None else -1
         rows = con.execute(
-            "SELECT * FROM l1_atomic WHERE service_id = ? AND agent_id = ? "
-            "AND (team_id = ? OR (team_id = 'default' AND user_id = ?)) AND updated_ms > ? "
-            "ORDER BY updated_ms, rowid LIMIT ?",
-            (profile.service_id, profile.agent_id, profile.team_id, profile.team_id, since, limit),
+            f"SELECT * FROM l1_atomic WHERE {_PROFILE_MEMORIES} AND updated_ms > ? ORDER BY updated_ms, rowid LIMIT ?",
+            (*_profile_params(profile), since, limit),
         )
         return [self.store._atomic(r) for r in rows]
 
@@ -494,7 +503,7 @@ class SQLitePipelineStore(PipelineStore):
                 row["persona_requested"] or has_persona is None or row["memories_since_persona"] >= persona_every
             )
             if due:
-                self._insert_job(con, job.service_id, "l3", profile.key, job.scope, now_ms)
+                self._insert_job(con, job.service_id, "l3", profile.key, _profile_job_scope(profile), now_ms)
             return bool(due)
 
     def after_l3(self, job: Job, owner: str, profile: ProfileScope, now_ms: int) -> None:
@@ -531,12 +540,3 @@ class SQLitePipelineStore(PipelineStore):
             }
             for r in rows
         ]
-
-
-def _scope_dict(scope: MemoryScope) -> dict[str, str]:
-    return {
-        "service_id": scope.service_id,
-        "team_id": scope.team_id,
-        "user_id": scope.user_id,
-        "agent_id": scope.agent_id,
-    }

@@ -67,7 +67,7 @@ def _readable(scope: GenerationScope | None, alias: str = "") -> tuple[str, list
     """` AND (…)` keeping the generation-log rows (of table alias `alias`) a caller may read; nothing for None.
 
     The rows are matched on the ids they keep: an L1 row on its (team, user, agent, task) scope, an
-    L2/L3 row on its (team, agent) profile, where the profile's team is already resolved.
+    L2/L3 row on its (team, agent, user) profile, where the profile's team is already resolved.
     """
     if scope is None:
         return "", []
@@ -78,8 +78,8 @@ def _readable(scope: GenerationScope | None, alias: str = "") -> tuple[str, list
         parts.append(f"({a}layer = 'l1' AND {a}team_id = ? AND {a}user_id = ? AND {a}agent_id = ? AND {a}task_id = ?)")
         params += [m.team_id, m.user_id, m.agent_id, m.task_id]
     for p in scope.profiles:
-        parts.append(f"({a}layer IN ('l2', 'l3') AND {a}team_id = ? AND {a}agent_id = ?)")
-        params += [p.team_id, p.agent_id]
+        parts.append(f"({a}layer IN ('l2', 'l3') AND {a}team_id = ? AND {a}agent_id = ? AND {a}user_id = ?)")
+        params += [p.team_id, p.agent_id, p.user_id]
     for team_id, agent_ids in scope.team_agents:
         # One parameter however many agents a team has (SQLite caps the number of parameters).
         parts.append(f"({a}team_id = ? AND {a}agent_id IN (SELECT value FROM json_each(?)))")

@@ -9,6 +9,7 @@ from memhub.store.codegraph_schema import create_code_graph_tables
 from memhub.store.knowledge_schema import create_knowledge_tables
 from memhub.store.meta_schema import create_meta_tables
 from memhub.store.pipeline_schema import add_prompt_owners, create_pipeline_tables
+from memhub.store.profile_schema import per_user_profiles
 from memhub.store.sqlite_context import refresh_context
 
 Migration = str | Callable[[sqlite3.Connection], None]
@@ -174,4 +175,5 @@ MIGRATIONS: list[Migration] = [
     "CREATE INDEX pipeline_jobs_by_target ON pipeline_jobs (service_id, target)",
     # v10: a user key's generation-log reads find the records of its own scope and profile by (team, agent).
     "CREATE INDEX generation_log_by_owner ON generation_log (service_id, team_id, agent_id, created_ms)",
+    per_user_profiles,
 ]
