@@ -60,13 +60,13 @@ class Logs:
         return envelope["data"]
 
     def of(self, team: str, agent: str, user: Member | None = None, layers: str = "l1 l2 l3") -> list[Record]:
-        """Every record of (team, agent) in these layers (L1 of `user` only, when given), newest first."""
+        """Every record of (team, agent) in these layers (of `user` only, when given), newest first."""
         return [
             r
             for r in self.every
             if (r["team_id"], r["agent_id"]) == (team, agent)
             and r["layer"] in layers.split()
-            and (user is None or r["layer"] != "l1" or r["user_id"] == user.user_id)
+            and (user is None or r["user_id"] == user.user_id)
         ]
 
     def l1(self, team: str, agent: str, user: Member) -> Record:
@@ -89,8 +89,8 @@ def logs(tmp_path: Path) -> Iterator[Logs]:
                 t.org.ok(who, "/v3/conversation/add", {**body, "messages": [{"role": "user", "content": content}]})
             gw.pipeline.drain()
             every = t.org.ok(None, "/v3/memory-generation-log/list", {"limit": 100})["items"]
-            # One L1 run per scope, one L2 and one L3 run per (team, agent) profile.
-            assert sorted(r["layer"] for r in every) == ["l1"] * 4 + ["l2"] * 3 + ["l3"] * 3
+            # One L1 run per scope, one L2 and one L3 run per (team, agent, user) profile.
+            assert sorted(r["layer"] for r in every) == ["l1"] * 4 + ["l2"] * 4 + ["l3"] * 4
             yield Logs(t, private, every)
         finally:
             gw.close()
@@ -132,8 +132,11 @@ def test_a_member_cannot_get_another_members_generation_by_log_or_by_memory(logs
     bobs = logs.l1(t.team_a, t.at, t.bob)
     assert logs.get(t.bob, {"log_id": bobs["log_id"]}) == bobs
     assert logs.get(t.alice, {"log_id": alices["log_id"]}) == alices
-    scene = logs.of(t.team_a, t.at, layers="l2")[0]
+    scene = logs.of(t.team_a, t.at, t.bob, "l2")[0]
     assert logs.get(t.bob, {"memory_id": scene["output_refs"][0]["record_id"], "layer": "l2"}) == scene
+    # A teammate's profile of the same agent is theirs alone.
+    for record in logs.of(t.team_a, t.at, t.alice, "l2 l3"):
+        assert logs.get(t.bob, {"log_id": record["log_id"]}) == unknown
 
 
 def test_a_team_admin_sees_the_teams_generations_but_not_another_teams_nor_a_members_private_agent(
@@ -141,7 +144,7 @@ def test_a_team_admin_sees_the_teams_generations_but_not_another_teams_nor_a_mem
 ) -> None:
     t = logs.t
     team_a = logs.of(t.team_a, t.at)
-    assert len(team_a) == 4  # alice's and bob's extraction, the profile's scene and persona
+    assert len(team_a) == 6  # alice's and bob's extraction, and each one's scene and persona
     for admin in (t.erin, t.alice):
         assert logs.listed(admin) == team_a
         assert logs.listed(admin, {"team_id": t.team_a}) == team_a
