@@ -98,7 +98,11 @@ class PipelineStore(ABC):
     # -- scheduling ------------------------------------------------------------------------
     @abstractmethod
     def schedule(self, now_ms: int, schedule: Schedule, limit: int = 100) -> int:
-        """Open L1 jobs for due sessions and L2 jobs for due profiles; returns how many were opened."""
+        """Open L1 jobs for due sessions and L2 jobs for due profiles; returns how many were opened.
+
+        A session whose L1 job was dead-lettered is not due again until a message newer than the failure
+        arrives or the dead job is replayed.
+        """
 
     @abstractmethod
     def request_flush(self, scope: MemoryScope, session_id: str | None) -> int:
@@ -123,7 +127,8 @@ class PipelineStore(ABC):
 
     @abstractmethod
     def fail(self, job: Job, owner: str, error: str, now_ms: int, retry_at_ms: int | None) -> None:
-        """Record a failure: retried at `retry_at_ms`, or dead-lettered when None."""
+        """Record a failure: retried at `retry_at_ms`, or dead-lettered when None (an L1 job's session is then
+        held: see `schedule`)."""
 
     @abstractmethod
     def jobs(self, service_id: str, states: Sequence[str], limit: int) -> list[Job]:
@@ -131,7 +136,7 @@ class PipelineStore(ABC):
 
     @abstractmethod
     def replay(self, service_id: str, seqs: Sequence[int], now_ms: int) -> int:
-        """Dead jobs back to pending with fresh attempts; returns how many."""
+        """Dead jobs back to pending with fresh attempts (releasing a held session); returns how many."""
 
     @abstractmethod
     def counts(self, service_id: str) -> PipelineCounts:

@@ -169,4 +169,6 @@ MIGRATIONS: list[Migration] = [
     create_code_graph_tables,
     # v7: chat-memory/clear finds an agent's L0 messages across its users and tasks (as l1_by_profile does for L1).
     "CREATE INDEX l0_by_profile ON l0_messages (service_id, agent_id, team_id)",
+    # v8: where a session stood when its L1 job was dead-lettered; no new job until a message comes after it.
+    "ALTER TABLE pipeline_sessions ADD COLUMN l1_dead_rowid INTEGER",
 ]
