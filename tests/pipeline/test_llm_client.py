@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from memhub.llm import ChatClient, LLMConfig, LLMError, parse_json_loose
-from memhub.llm.client import Clock
 from memhub.pipeline.types import PipelineError
+from memhub.provider_http import Clock
 from tests.pipeline.fake_llm import FakeChat, Reply
 
 KEY = "sk-test-SECRET-0123456789abcdef"

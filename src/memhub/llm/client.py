@@ -20,7 +20,6 @@ import json
 import logging
 import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -29,6 +28,7 @@ import httpx
 
 from memhub.pipeline.types import PipelineError
 from memhub.provider_http import (
+    Clock,
     ProviderBroken,
     ProviderTimeout,
     ProviderUnreachable,
@@ -38,7 +38,7 @@ from memhub.provider_http import (
     retry_after,
 )
 
-__all__ = ["ChatClient", "ChatResult", "Clock", "LLMConfig", "LLMError"]
+__all__ = ["ChatClient", "ChatResult", "LLMConfig", "LLMError"]
 
 log = logging.getLogger("memhub.llm")
 
@@ -76,18 +76,6 @@ class LLMConfig:
     def total_budget_ms(self) -> int:
         """The time one `complete()` call may take, retries included."""
         return self.budget_ms if self.budget_ms is not None else 2 * self.timeout_ms
-
-
-@dataclass(frozen=True, slots=True)
-class Clock:
-    """Where a call reads the time its budget is measured in and waits between attempts.
-
-    Tests pass a fake one to check the budget rules without depending on how fast the machine is; a single
-    attempt's socket timeouts stay in real time either way.
-    """
-
-    monotonic: Callable[[], float] = time.monotonic
-    sleep: Callable[[float], None] = time.sleep
 
 
 @dataclass(frozen=True, slots=True)
