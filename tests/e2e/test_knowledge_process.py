@@ -34,7 +34,7 @@ from tests.knowledge.tools_kit import (
 )
 
 TEAM = "team-kb"
-BUILD_DEADLINE = 45.0  # seconds for a resumed build to finish
+BUILD_DEADLINE = 120.0  # seconds for a resumed build to finish (a failure bound)
 BIG_PDF_PAGES = 2000  # ≈1 MB and ≈1.5 s of extraction each: a build that is surely still running at the kill
 BIG_FACT_PAGE = 1234
 BIG_FACT = "The obsidian gearbox torque is 77 newton metres"
