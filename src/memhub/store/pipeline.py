@@ -106,7 +106,8 @@ class PipelineStore(ABC):
 
     @abstractmethod
     def request_flush(self, scope: MemoryScope, session_id: str | None) -> int:
-        """Make the scope's sessions (or one) due now, and their profile right after; returns sessions marked."""
+        """Make the scope's sessions (or one) due now, and their profile right after; returns sessions marked
+        (a session held after a dead-lettered L1 job is not: see `schedule`)."""
 
     @abstractmethod
     def enqueue(self, service_id: str, kind: JobKind, target: str, scope: dict[str, str], run_after_ms: int) -> bool:

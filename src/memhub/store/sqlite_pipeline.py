@@ -165,7 +165,9 @@ class SQLitePipelineStore(PipelineStore):
 
     def request_flush(self, scope: MemoryScope, session_id: str | None) -> int:
         with self.store._write() as con:
-            where, params = "scope_key = ? AND last_rowid > l1_cursor", [scope.key]
+            # A held session (see _DUE_SESSIONS) is not flushed: replaying its dead job is how it runs again.
+            where = "scope_key = ? AND last_rowid > l1_cursor AND (l1_dead_rowid IS NULL OR last_rowid > l1_dead_rowid)"
+            params = [scope.key]
             if session_id is not None:
                 where += " AND session_id = ?"
                 params.append(session_id)
