@@ -4,10 +4,24 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import httpx
 
 SNIPPET_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """Where a provider call reads the time its budget is measured in and waits between attempts.
+
+    Tests pass a fake one to check the budget rules without depending on how fast the machine is; an
+    attempt's socket timeouts and body deadline stay in real time either way.
+    """
+
+    monotonic: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
 
 
 def redact(text: str, api_key: str) -> str:

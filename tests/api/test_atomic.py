@@ -387,7 +387,8 @@ READ_CASES = [
         (f"{route}-{name}", route, {"query": "seed", **body} if route == "search" else body, field)
         for route in ("query", "search", "count")
         for name, body, field in [
-            ("start-no-zone", {"time_start": "2026-01-31T09:00:00"}, "time_start"),
+            ("start-year-0-utc", {"time_start": "0001-01-01T00:59:59+01:00"}, "time_start"),
+            ("end-year-10000-utc", {"time_end": "9999-12-31T23:59:59-00:01"}, "time_end"),
             ("end-date-only", {"time_end": "2026-01-31"}, "time_end"),
             ("start-after-end", {"time_start": iso(T0), "time_end": iso(T0 - 1)}, "time_start"),
             ("type-empty", {"type": ""}, "type"),

@@ -409,12 +409,13 @@ ADD_CASES = [
     ("content-null", one(content=None), "messages[0].content"),
     ("content-list", one(content=["a"]), "messages[0].content"),
     ("second-message", {"messages": [msg("fine"), msg("")]}, "messages[1].content"),
-    ("timestamp-no-zone", one(timestamp="2026-01-31T09:30:00"), "messages[0].timestamp"),
+    ("timestamp-year-10000-utc", one(timestamp="9999-12-31T23:59:59-14:00"), "messages[0].timestamp"),
+    ("timestamp-year-0-utc", one(timestamp="0001-01-01T00:00:00+01:00"), "messages[0].timestamp"),
     ("timestamp-date", one(timestamp="2026-01-31"), "messages[0].timestamp"),
     ("timestamp-words", one(timestamp="yesterday"), "messages[0].timestamp"),
     ("timestamp-epoch", one(timestamp=1769851800000), "messages[0].timestamp"),
     ("timestamp-bad-day", one(timestamp="2026-02-30T09:30:00Z"), "messages[0].timestamp"),
-    ("recorded-no-zone", one(recorded_at="2026-01-31 09:30:00"), "messages[0].recorded_at"),
+    ("recorded-year-10000-utc", one(recorded_at="9999-12-31 23:30:00-01:00"), "messages[0].recorded_at"),
     ("metadata-4097", one(metadata={"k": "x" * 4089}), "messages[0].metadata"),
     ("metadata-list", one(metadata=["a"]), "messages[0].metadata"),
     ("session-257", {**one(), "session_id": LONG_ID}, "session_id"),
@@ -431,7 +432,8 @@ READ_CASES = [
         (f"{route}-{name}", route, {"query": "x", **body} if route == "search" else body, field)
         for route in ("query", "search", "count")
         for name, body, field in [
-            ("start-no-zone", {"time_start": "2026-01-31T09:00:00"}, "time_start"),
+            ("start-year-0-utc", {"time_start": "0001-01-01T00:59:59+01:00"}, "time_start"),
+            ("end-year-10000-utc", {"time_end": "9999-12-31T23:59:59-00:01"}, "time_end"),
             ("end-words", {"time_end": "tomorrow"}, "time_end"),
             ("start-after-end", {"time_start": at(30), "time_end": at(10)}, "time_start"),
             ("session-257", {"session_id": LONG_ID}, "session_id"),

@@ -29,7 +29,8 @@ SERVICE = "svc-e2e"
 SCOPE = {"team_id": "team-e2e", "agent_id": "agent-e2e", "user_id": "user-e2e"}
 KEY_PATTERN = re.compile(r"mh-gw-[A-Za-z0-9_\-]+")
 
-START_TIMEOUT = 30.0  # seconds until /health answers
+# Failure bounds only (a healthy run takes a fraction): generous, so a busy 2-core machine is not a failure.
+START_TIMEOUT = 120.0  # seconds until /health answers
 HTTP_TIMEOUT = 10.0  # per request
 STOP_TIMEOUT = 10.0
 CLI_TIMEOUT = 60.0  # `memhub init` and other one-shot commands
@@ -215,12 +216,18 @@ class Launcher:
         key: str | None = GATEWAY_KEY,
         wait: bool = True,
         host: str = HOST,
+        pipeline: bool = False,
     ) -> Server:
         """Run `memhub <args>` where "{port}" in args or env values becomes a fresh free port.
 
         `key` is what clients of this server send by default; `host` is where they reach it. A
         port lost to another process between picking and binding is retried with a new one.
+        A `serve` runs without its memory pipeline unless `pipeline=True` (or the env sets it):
+        a background worker extracting memories from the test's own messages would change what
+        the test counts and reads at a moment the test does not control.
         """
+        if args and args[0] == "serve" and not pipeline:
+            env = {"MEMHUB_PIPELINE_ENABLED": "0", **(env or {})}
         failure = ""
         for _attempt in range(3):
             port = free_port(host)
@@ -253,12 +260,14 @@ class Launcher:
         key: str | None = GATEWAY_KEY,
         extra_args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
+        pipeline: bool = False,
     ) -> Server:
         """`memhub serve` on a free port over `data_dir`; `key` is configured via MEMHUB_GATEWAY_API_KEY."""
         full_env = dict(env or {})
         if key is not None:
             full_env["MEMHUB_GATEWAY_API_KEY"] = key
-        return self.start(serve_args(data_dir, *extra_args), env=full_env, data_dir=data_dir, key=key)
+        args = serve_args(data_dir, *extra_args)
+        return self.start(args, env=full_env, data_dir=data_dir, key=key, pipeline=pipeline)
 
     def close(self) -> None:
         for server in self.servers:

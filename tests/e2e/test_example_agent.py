@@ -24,7 +24,7 @@ pytestmark = pytest.mark.timeout(180)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-DEMO_DEADLINE = 120.0  # seconds for the whole demo (it takes about 5)
+DEMO_DEADLINE = 170.0  # seconds for the whole demo (it takes about 5; a failure bound)
 # A developer's shell may point the example at a real model; the test runs the offline demo.
 _LLM_SETTINGS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL")
 
@@ -74,7 +74,8 @@ def _run_example(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
     """One full offline run of the demo, shared by the assertions below."""
-    result = _run_example(tmp=tmp_path_factory.mktemp("demo"))
+    # Recall may take long on a busy machine; a turn that gave up on it would show no memories.
+    result = _run_example("--recall-deadline", "60", tmp=tmp_path_factory.mktemp("demo"))
     assert result.returncode == 0, f"exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
     return result
 
@@ -296,13 +297,13 @@ def test_fake_llm_runs_as_a_script(tmp_path: Path) -> None:
             stdin=subprocess.DEVNULL,
         )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a failure bound: a busy machine may take a while
         while True:
             assert proc.poll() is None, log.read_text()
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=1.0).status_code == 200:
                     break
-            assert time.monotonic() < deadline, "the fake LLM did not answer in 30 s"
+            assert time.monotonic() < deadline, "the fake LLM did not answer in 120 s"
             time.sleep(0.05)
         body = {"model": "m", "messages": [{"role": "user", "content": "Where is the offsite?"}], "tools": MEMORY_TOOLS}
         data = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body, timeout=10.0).json()

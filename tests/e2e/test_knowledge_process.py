@@ -34,7 +34,7 @@ from tests.knowledge.tools_kit import (
 )
 
 TEAM = "team-kb"
-BUILD_DEADLINE = 45.0  # seconds for a resumed build to finish
+BUILD_DEADLINE = 120.0  # seconds for a resumed build to finish (a failure bound)
 BIG_PDF_PAGES = 2000  # ≈1 MB and ≈1.5 s of extraction each: a build that is surely still running at the kill
 BIG_FACT_PAGE = 1234
 BIG_FACT = "The obsidian gearbox torque is 77 newton metres"
@@ -47,9 +47,10 @@ def serve_knowledge(
     args = ["serve", "--knowledge-only", "--host", HOST, "--port", str(port or PORT_PLACEHOLDER)]
     args += ["--data-dir", str(data_dir)]
     full_env = {"MEMHUB_GATEWAY_API_KEY": GATEWAY_KEY, **(env or {})}
+    # The pipeline setting stays on: --knowledge-only alone must keep the worker from running.
     if port is None:
-        return launcher.start(args, env=full_env, data_dir=data_dir)
-    server = launcher.start(args, env=full_env, data_dir=data_dir, wait=False)
+        return launcher.start(args, env=full_env, data_dir=data_dir, pipeline=True)
+    server = launcher.start(args, env=full_env, data_dir=data_dir, wait=False, pipeline=True)
     server.port = port  # the Launcher picked a placeholder port; this one is ours
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -21,6 +22,7 @@ from tests.e2e.conftest import (
     PORT_PLACEHOLDER,
     SCOPE,
     SERVICE,
+    START_TIMEOUT,
     Api,
     Launcher,
     Server,
@@ -33,7 +35,7 @@ from tests.e2e.conftest import (
     server_env,
 )
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = pytest.mark.timeout(300)
 
 WRITER_SCRIPT = Path(__file__).with_name("writer_client.py")
 
@@ -299,7 +301,7 @@ def test_sigkill_mid_write_loses_no_acknowledged_write(launcher: Launcher, data_
         with server.api() as api:
             writer = threading.Thread(target=_write_until_failure, args=(api, acked, round_no, stop), daemon=True)
             writer.start()
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + 120
             while (acked.requests < 60 or min(acked.kinds()) == 0) and time.monotonic() < deadline:
                 assert writer.is_alive(), acked.error
                 time.sleep(0.01)
@@ -438,7 +440,7 @@ def test_two_servers_on_one_data_dir(launcher: Launcher, data_dir: Path) -> None
     args = serve_args(data_dir)
     a = launcher.start(args, data_dir=data_dir, key=None, wait=False)
     b = launcher.start(args, data_dir=data_dir, key=None, wait=False)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + START_TIMEOUT
     for srv in (a, b):
         while True:
             assert srv.alive(), srv.stderr
@@ -464,10 +466,10 @@ def test_sigterm_stops_the_server_and_keeps_the_data(launcher: Launcher, data_di
     server = launcher.serve(data_dir)
     with server.api() as api:
         ids = api.ok("/v3/conversation/add", _one_message())["accepted_ids"]
-    started = time.monotonic()
-    server.stop()
-    assert time.monotonic() - started < 10
-    assert server.proc.returncode is not None
+    server.proc.terminate()
+    # SIGTERM alone ends it (however long a busy machine takes); a server that ignored it would be killed by
+    # the launcher at the end and never pass here.
+    assert server.proc.wait(timeout=120) in (0, -signal.SIGTERM)  # uvicorn shuts down, then re-raises it
     again = launcher.serve(data_dir)
     with again.api() as api:
         assert [m["id"] for m in api.ok("/v3/conversation/query", SCOPE)["messages"]] == ids

@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e.conftest import SCOPE, Api, Launcher, Server, run_cli, serve_args
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(300)
 
 E5_ID, E5_DIM = "local:multilingual-e5-small-q4", 384
 USE_ID, USE_DIM = "local:use-multilingual-v3", 512
@@ -34,7 +34,7 @@ def _health(server: Server) -> dict[str, Any]:
         return api.http.get("/health").json()
 
 
-def _drained(server: Server, timeout: float = 30.0) -> dict[str, Any]:
+def _drained(server: Server, timeout: float = 120.0) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         health = _health(server)

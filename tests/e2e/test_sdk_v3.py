@@ -20,7 +20,7 @@ from memhub.sdk import MemoryClient, ParamError, TDAMError
 from tests.e2e.conftest import GATEWAY_KEY, SERVICE, Launcher, Server
 from tests.meta.metadata_client import Recorder, Sent
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(300)
 
 MSG_ID = re.compile(r"^msg-[0-9a-f]{12}$")
 ISO_INSTANT = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")

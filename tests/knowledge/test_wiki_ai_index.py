@@ -42,7 +42,7 @@ def fake() -> Iterator[FakeChat]:
 
 @pytest.fixture
 def gw(tmp_path: Path, fake: FakeChat) -> Iterator[Gateway]:
-    gateway = build_gateway(tmp_path / "data", llm_base_url=fake.base_url, llm_model="fake-chat", llm_timeout_ms=2000)
+    gateway = build_gateway(tmp_path / "data", llm_base_url=fake.base_url, llm_model="fake-chat", llm_timeout_ms=30_000)
     yield gateway
     gateway.client.app.state.knowledge.wikis.wait_idle()
     gateway.close()

@@ -457,7 +457,7 @@ def test_delete_during_a_build_leaves_nothing_behind(wk: WikiHttp, gate: BuildGa
     wiki_id = wk.create("docs")
     wk.write(wiki_id, {"a.md": "# A\n\nalpha\n"})
     assert wk.ok("wiki/ingest", {"wiki_id": wiki_id}, status=202) == {"wiki_id": wiki_id, "status": "pending"}
-    assert gate.entered.wait(10)
+    assert gate.entered.wait(120)
     assert wk.ok("wiki/delete", {"wiki_ids": [wiki_id]})["deleted_ids"] == [wiki_id]
     gate.release.set()
     wk.wait()
@@ -753,7 +753,7 @@ def test_ingest_while_a_build_runs_or_waits_is_409_busy(wk: WikiHttp, gate: Buil
     for wiki_id in (running, queued):
         wk.write(wiki_id, {"a.md": "# A\n\nalpha\n"})
     wk.ok("wiki/ingest", {"wiki_id": running}, status=202)
-    assert gate.entered.wait(10)
+    assert gate.entered.wait(120)
     wk.ok("wiki/ingest", {"wiki_id": queued}, status=202)  # one build worker: this one waits its turn
     for wiki_id, status, step in ((running, "processing", "ingesting"), (queued, "pending", None)):
         envelope = wk.fails("wiki/ingest", {"wiki_id": wiki_id}, 409)
@@ -785,7 +785,7 @@ def test_edits_during_a_build_are_409_busy_and_change_nothing(
     wiki_id = wk.create("docs")
     wk.write(wiki_id, {"a.md": "# A\n\nalpha\n"})
     wk.ok("wiki/ingest", {"wiki_id": wiki_id}, status=202)
-    assert gate.entered.wait(10)
+    assert gate.entered.wait(120)
     before = wk.state(wiki_id)
     envelope = wk.fails(route, {"team_id": TEAM, "wiki_id": wiki_id, **extra}, 409, "busy")
     assert envelope["data"] == {"status": "processing", "step": "ingesting"}
@@ -799,7 +799,7 @@ def test_reads_of_a_wiki_building_its_first_index_say_so(wk: WikiHttp, gate: Bui
     wiki_id = wk.create("docs")
     wk.write(wiki_id, {"a.md": "# A\n\nalpha\n"})
     wk.ok("wiki/ingest", {"wiki_id": wiki_id}, status=202)
-    assert gate.entered.wait(10)
+    assert gate.entered.wait(120)
     envelope = wk.fails(
         "wiki/page/ls",
         {"wiki_id": wiki_id},

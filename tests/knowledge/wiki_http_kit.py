@@ -107,7 +107,7 @@ class WikiHttp(KnowledgeHttp):
 
     def wait(self) -> None:
         """Block until every queued build has finished."""
-        self.wikis.wait_idle(timeout=30)
+        self.wikis.wait_idle(timeout=120)
 
     # -- shortcuts ---------------------------------------------------------------------------------------
 
@@ -189,7 +189,7 @@ class BuildGate:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.entered.set()
-        self.release.wait(timeout=20)
+        self.release.wait(timeout=120)
         return self._build(*args, **kwargs)
 
 

@@ -85,6 +85,7 @@ LOG = {"team_id": T, "task_id": X, "agent_id": A, "user_id": U}
 ASSET = {"asset_id": "as-1", "team_id": T, "asset_type": "skill", "name": "n", "owner_user_id": U, "source_type": "m"}
 GRANT = {"asset_id": "as-1", "subject_type": "user", "subject_id": U, "permission": "read", "granted_by": U}
 
+IN_RANGE = "must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z in UTC"  # checked after the offset
 # (route, body, the message's start: "<field>: <rule>")
 BAD_BODIES: list[tuple[str, dict[str, Any], str]] = [
     ("user/create", {}, "username: is required"),
@@ -112,7 +113,7 @@ BAD_BODIES: list[tuple[str, dict[str, Any], str]] = [
     ("user-key/create", {"name": "n" * 129}, "name: must be at most 128 characters"),
     ("user-key/create", {"expires_at": "tomorrow"}, "expires_at: must be an ISO 8601 instant"),
     ("user-key/create", {"expires_at": "2030-01-01"}, "expires_at: must be an ISO 8601 instant"),
-    ("user-key/create", {"expires_at": "2030-01-01T00:00:00"}, "expires_at: must be an ISO 8601 instant"),
+    ("user-key/create", {"expires_at": "9999-12-31T23:59:59-14:00"}, f"expires_at: {IN_RANGE}"),
     ("user-key/list", {"offset": "1"}, "offset: must be an integer"),
     ("user-key/get", {}, "key_id: is required"),
     ("user-key/get", {"key_id": ""}, "key_id: must not be empty"),
@@ -206,6 +207,14 @@ BAD_BODIES: list[tuple[str, dict[str, Any], str]] = [
         "params.skill.enabled: must be a string",
     ),
     ("audit/list", {"since": "not a time"}, "since: must be an ISO 8601 instant"),
+    ("audit/list", {"until": "0001-01-01T00:00:00+00:01"}, f"until: {IN_RANGE}"),
+    (
+        "participation-log/list",
+        {"team_id": T, "created_before": "9999-12-31T23:00:00-01:00"},
+        f"created_before: {IN_RANGE}",
+    ),
+    ("participation-log/append", {**LOG, "created_at": "9999-12-31T23:59:59-14:00"}, f"created_at: {IN_RANGE}"),
+    ("asset/update", {"asset_id": "as-1", "expires_at": "0001-01-01T00:00:00+01:00"}, f"expires_at: {IN_RANGE}"),
     ("audit/list", {"limit": 1000}, "limit: must be <= 100"),
 ]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -150,13 +149,53 @@ def _no_backoff(config: Any) -> Any:
     return replace(config, backoff_ms=0)
 
 
+def _ticks(gw: Gateway, n: int) -> int:
+    """Run the worker's loop body `n` times in this thread (schedule, claim, run); returns jobs run."""
+    return sum(gw.pipeline.run_once() for _ in range(n))
+
+
+def _l1_jobs(gw: Gateway) -> list[dict[str, Any]]:
+    states = ["pending", "running", "done", "dead"]
+    return [j for j in gw.ok("/v2/pipeline/jobs", {"states": states})["items"] if j["kind"] == "l1"]
+
+
+def test_a_dead_lettered_session_gets_no_new_job_until_a_new_message_or_a_replay(tmp_path: Path) -> None:
+    # Idle after 0 s: the session is due on every tick, as a quiet session is ten minutes after its last message.
+    gw = build_gateway(tmp_path / "data", **{**FAST, "pipeline_idle_seconds": 0, "pipeline_max_attempts": 2})
+    try:
+        failing = Failing(gw.pipeline.runner.stages.extractor, times=10**9)
+        _with_extractor(gw, failing)
+        gw.pipeline.config = gw.pipeline.runner.config = _no_backoff(gw.pipeline.config)
+        say(gw, "I prefer trains to planes.")
+        assert _ticks(gw, 2) == 2 and failing.calls == 2
+        assert [j["state"] for j in _l1_jobs(gw)] == ["dead"]
+
+        assert _ticks(gw, 200) == 0  # the same cursor: no new job, however long the worker polls
+        assert gw.ok("/v2/pipeline/flush", {}) == {"sessions": 0}  # a flush does not retry it either: a replay does
+        assert _ticks(gw, 20) == 0
+        assert failing.calls == 2 and len(_l1_jobs(gw)) == 1
+        assert gw.ok("/v2/pipeline/status", {})["waiting_sessions"] == 1  # held, not skipped
+
+        say(gw, "I also like night buses.")  # new input: one new job, which fails again and is held again
+        assert _ticks(gw, 200) == 2 and failing.calls == 4
+        assert [j["state"] for j in _l1_jobs(gw)] == ["dead", "dead"]
+
+        failing.times = 0  # the model is back; the operator replays the newest dead job
+        newest = _l1_jobs(gw)[0]["job_id"]
+        assert gw.ok("/v2/pipeline/replay", {"job_ids": [newest]}) == {"replayed": 1}
+        gw.pipeline.drain()
+        assert {"train", "bus"} <= {w for m in memories(gw) for w in ("train", "bus") if w in m["content"]}
+        assert gw.ok("/v2/pipeline/status", {})["waiting_sessions"] == 0
+    finally:
+        gw.close()
+
+
 def test_a_job_whose_worker_died_is_taken_over_once_with_no_duplicate(gw: Gateway) -> None:
     say(gw, "I prefer aisle seats.")
     store = gw.store.pipeline
-    stamp = now_ms()
+    stamp = now_ms() - 60_000  # a minute ago: its one-millisecond lease has long expired
     store.schedule(stamp, gw.pipeline.config.schedule)
     (job,) = store.claim("dead-worker", stamp, lease_ms=1, limit=1)  # a worker that will never finish
-    time.sleep(0.01)
     assert gw.pipeline.drain() >= 1  # the lease expired: this worker takes the job over
     once = memories(gw)
     assert len(once) == 1

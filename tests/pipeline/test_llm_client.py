@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +10,7 @@ import pytest
 
 from memhub.llm import ChatClient, LLMConfig, LLMError, parse_json_loose
 from memhub.pipeline.types import PipelineError
+from memhub.provider_http import Clock
 from tests.pipeline.fake_llm import FakeChat, Reply
 
 KEY = "sk-test-SECRET-0123456789abcdef"
@@ -22,19 +22,38 @@ def fake() -> Iterator[FakeChat]:
         yield server
 
 
-def make_client(fake: FakeChat, **overrides: Any) -> ChatClient:
+class FakeClock:
+    """The time a call's budget is measured in: it moves only when the client sleeps or a test says so.
+
+    The budget rules are checked against it, so no assertion depends on how busy the machine is. A
+    scripted reply can advance it to say how long that attempt took at the provider.
+    """
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def clock(self) -> Clock:
+        return Clock(lambda: self.now, self._sleep)
+
+    def _sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def make_client(fake: FakeChat, clock: FakeClock | None = None, **overrides: Any) -> ChatClient:
     settings: dict[str, Any] = {
         "base_url": fake.base_url,
         "model": "fake-chat",
         "api_key": KEY,
-        "timeout_ms": 200,
+        "timeout_ms": 5000,  # generous: a reply from a busy machine's loopback is never a timeout
         "max_retries": 3,
         "backoff_base_ms": 10,
         "backoff_max_ms": 40,
         "retry_after_max_ms": 300,
     }
     settings.update(overrides)
-    return ChatClient(LLMConfig(**settings))
+    return ChatClient(LLMConfig(**settings), clock.clock() if clock else None)
 
 
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
@@ -104,37 +123,37 @@ def test_500_then_success_is_retried(fake: FakeChat) -> None:
 
 def test_429_honours_retry_after(fake: FakeChat) -> None:
     fake.push(Reply.fail(429, "slow down", retry_after=0.15), "fine")
-    started = time.monotonic()
-    result = make_client(fake, timeout_ms=1000).complete(MESSAGES)
+    clock = FakeClock()
+    result = make_client(fake, clock, timeout_ms=1000).complete(MESSAGES)
     assert result.text == "fine"
-    assert time.monotonic() - started >= 0.15
+    assert clock.slept == [0.15]  # the provider's hint, longer than the 5-10 ms backoff
     assert fake.request_count == 2
 
 
 def test_retry_after_is_capped(fake: FakeChat) -> None:
     fake.push(Reply.fail(429, retry_after=60), "fine")
-    started = time.monotonic()
-    result = make_client(fake, timeout_ms=1000, retry_after_max_ms=50).complete(MESSAGES)
+    clock = FakeClock()
+    result = make_client(fake, clock, timeout_ms=1000, retry_after_max_ms=50).complete(MESSAGES)
     assert result.text == "fine"
-    assert time.monotonic() - started < 1.0
+    assert clock.slept == [0.05]
 
 
 def test_retry_after_beyond_budget_fails_at_once(fake: FakeChat) -> None:
     fake.push(Reply.fail(429, retry_after=5), "never")
-    started = time.monotonic()
+    clock = FakeClock()
     with pytest.raises(LLMError) as info:
-        make_client(fake, retry_after_max_ms=10_000, budget_ms=400).complete(MESSAGES)
-    assert time.monotonic() - started < 0.3
+        make_client(fake, clock, retry_after_max_ms=10_000, budget_ms=400).complete(MESSAGES)
+    assert clock.slept == []  # no wait that could only end past the budget
     assert info.value.retryable and info.value.status == 429
     assert fake.request_count == 1
 
 
 def test_timeout_then_success_is_retried(fake: FakeChat) -> None:
-    fake.push(Reply.slow(1.0), "fine")
-    started = time.monotonic()
-    result = make_client(fake, timeout_ms=200, budget_ms=1000).complete(MESSAGES)
-    assert result.text == "fine" and result.attempts == 2
-    assert 0.2 <= time.monotonic() - started < 0.8
+    # The first attempt gets no answer until the fake stops; a busy machine may time out one more.
+    fake.push(Reply.slow(600), "fine", "fine")
+    result = make_client(fake, FakeClock(), timeout_ms=1000, max_retries=3).complete(MESSAGES)
+    assert result.text == "fine" and result.attempts >= 2
+    assert fake.requests[0].reply is not None and fake.requests[0].reply.delay == 600
 
 
 def test_malformed_body_is_retried(fake: FakeChat) -> None:
@@ -159,14 +178,41 @@ def test_persistent_500_gives_up_after_max_retries(fake: FakeChat) -> None:
 
 
 def test_total_budget_is_respected(fake: FakeChat) -> None:
-    fake.script = Reply.slow(5.0)
-    started = time.monotonic()
+    clock = FakeClock()
+
+    def failing_slowly(_: dict[str, Any]) -> Reply:  # the attempt used 2 s of the budget, then failed
+        clock.now += 2.0
+        return Reply.fail(503, "overloaded")
+
+    def stalled(_: dict[str, Any]) -> Reply:  # the provider stops answering for longer than the budget
+        clock.now += 10.0
+        return Reply.slow(600)
+
+    fake.push(failing_slowly, failing_slowly, stalled)
+    client = make_client(
+        fake, clock, timeout_ms=2000, budget_ms=5000, max_retries=10, backoff_base_ms=1, backoff_max_ms=1
+    )
     with pytest.raises(LLMError) as info:
-        make_client(fake, timeout_ms=200, budget_ms=500, max_retries=10).complete(MESSAGES)
-    elapsed = time.monotonic() - started
-    assert 0.4 <= elapsed < 0.8
+        client.complete(MESSAGES)
+    # Two 2 s attempts and two ~1 ms pauses leave ~0.998 s: the third attempt is cut to that, not the 2 s
+    # per-attempt timeout, and nothing is tried once the budget is gone, though 10 retries were allowed.
+    assert fake.request_count == 3 and len(clock.slept) == 2 and max(clock.slept) <= 0.001
+    assert "after 3 attempt(s)" in str(info.value) and "timed out after 1.00s" in str(info.value)
     assert info.value.retryable
-    assert fake.request_count in (2, 3)
+
+
+def test_no_attempt_starts_without_time_left_for_it(fake: FakeChat) -> None:
+    clock = FakeClock()
+
+    def failing_slowly(_: dict[str, Any]) -> Reply:
+        clock.now += 4.96  # leaves 0.04 s: less than a backoff plus the shortest attempt worth starting
+        return Reply.fail(500)
+
+    fake.push(failing_slowly, "never sent")
+    with pytest.raises(LLMError) as info:
+        make_client(fake, clock, budget_ms=5000, max_retries=10).complete(MESSAGES)
+    assert fake.request_count == 1 and clock.slept == [] and fake.pending == 1
+    assert info.value.retryable and info.value.status == 500
 
 
 def test_connection_refused_is_retryable(fake: FakeChat) -> None:
@@ -237,7 +283,7 @@ def test_closed_client_fails_without_retry(fake: FakeChat) -> None:
 
 def test_client_is_thread_safe(fake: FakeChat) -> None:
     fake.script = lambda body: Reply.text(body["messages"][-1]["content"].upper())
-    client = make_client(fake, timeout_ms=2000)
+    client = make_client(fake)
     results: dict[int, str] = {}
 
     def work(i: int) -> None:

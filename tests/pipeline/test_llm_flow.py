@@ -221,7 +221,7 @@ class ScriptedModel:
 MAX_ATTEMPTS = 3
 LLM_FAST = {
     "llm_model": "fake-chat",
-    "llm_timeout_ms": 1000,
+    "llm_timeout_ms": 30_000,  # a healthy answer from the fake never times out, however busy the machine
     "pipeline_idle_seconds": 3600,
     "pipeline_l2_delay_seconds": 0,
     "pipeline_l2_min_interval_seconds": 0,
@@ -481,7 +481,8 @@ class FaultCase:
 
 
 FAULTS = {
-    "timeout": FaultCase(Reply.slow(3.0, "[]"), 2, "timed out", {"llm_timeout_ms": 200}),
+    # Held until the fake stops: every faulted attempt times out (2 s each, the retry gets the rest of the budget).
+    "timeout": FaultCase(Reply.slow(600, "[]"), 2, "timed out", {"llm_timeout_ms": 2_000}),
     "http 500": FaultCase(Reply.fail(500, "upstream exploded"), 2, "HTTP 500: upstream exploded"),
     "http 429": FaultCase(Reply.fail(429, "slow down", retry_after=0.05), 2, "HTTP 429: slow down"),
     "malformed body": FaultCase(Reply.malformed(), 2, "invalid JSON body"),

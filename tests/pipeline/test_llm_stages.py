@@ -44,7 +44,7 @@ def client(server: FakeChat) -> Iterator[ChatClient]:
     config = LLMConfig(
         base_url=server.base_url,
         model="fake-chat",
-        timeout_ms=300,
+        timeout_ms=30_000,  # the fake answers at once; a busy machine must not turn that into a timeout
         max_retries=1,
         backoff_base_ms=10,
         backoff_max_ms=20,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
+from memhub.provider_http import Clock
 from memhub.retrieval.embed import (
     LOCAL_MODELS,
     EmbeddingConfig,
@@ -44,6 +44,27 @@ def make(fake: FakeOpenAI) -> Iterator[object]:
     yield _make
     for embedder in built:
         embedder.close()
+
+
+class FakeClock:
+    """The time a call's budget is measured in: it moves only when the embedder sleeps between attempts."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def clock(self) -> Clock:
+        return Clock(lambda: self.now, self._sleep)
+
+    def _sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def on_clock(fake: FakeOpenAI, clock: FakeClock, **overrides: object) -> OpenAIEmbedder:
+    """An embedder of the fake server whose retry budget runs on `clock` (close it after use)."""
+    settings: dict[str, object] = {"provider": "openai", "model": MODEL, "base_url": fake.base_url, **overrides}
+    return OpenAIEmbedder(EmbeddingConfig(**settings), clock.clock())  # type: ignore[arg-type]
 
 
 def texts(n: int) -> list[str]:
@@ -172,30 +193,29 @@ def test_inputs_are_truncated_and_blanks_replaced(fake: FakeOpenAI, make) -> Non
 def test_provider_failures_raise_embedding_error(
     fake: FakeOpenAI, make, mode: str, message: str, attempts: int
 ) -> None:
-    embedder = make(dimensions=64, timeout_ms=5_000)
+    clock = FakeClock()
+    embedder = on_clock(fake, clock, dimensions=64, timeout_ms=5_000)
     fake.mode = mode
-    started = time.monotonic()
-    with pytest.raises(EmbeddingError, match=message):
-        embedder.embed_documents(["one", "two", "three"])
-    elapsed = time.monotonic() - started
-    # Retryable failures are retried twice after 0.1 s and 0.4 s backoffs; the others fail at once.
-    assert fake.request_count == attempts
-    assert elapsed < (1.5 if attempts > 1 else 0.5)
+    try:
+        with pytest.raises(EmbeddingError, match=message):
+            embedder.embed_documents(["one", "two", "three"])
+        # Retryable failures are retried twice after 0.1 s and 0.4 s backoffs; the others fail at once.
+        assert fake.request_count == attempts
+        assert clock.slept == [0.1, 0.4][: attempts - 1]
 
-    fake.mode = "ok"  # the same embedder recovers once the provider does
-    assert embedder.embed_documents(["one", "two", "three"]).shape == (3, 64)
+        fake.mode = "ok"  # the same embedder recovers once the provider does
+        assert embedder.embed_documents(["one", "two", "three"]).shape == (3, 64)
+    finally:
+        embedder.close()
 
 
 def test_slow_provider_times_out_within_the_budget(fake: FakeOpenAI, make) -> None:
     fake.mode = "slow"
-    fake.slow_seconds = 5.0
+    fake.slow_seconds = 600  # no answer until the fake stops
     embedder = make(timeout_ms=400)
-    started = time.monotonic()
-    with pytest.raises(EmbeddingError, match="timed out"):
+    with pytest.raises(EmbeddingError, match=r"timed out after 0\.4s"):
         embedder.embed_query("hello")
-    elapsed = time.monotonic() - started
     # timeout_ms bounds the whole call including retries, so a timeout is not retried.
-    assert 0.35 < elapsed < 1.0
     assert fake.request_count == 1
 
     fake.mode = "ok"
@@ -217,25 +237,31 @@ def test_transient_failures_are_retried(fake: FakeOpenAI, make) -> None:
 def test_retry_after_beyond_the_budget_fails_fast(fake: FakeOpenAI, make) -> None:
     fake.mode = "rate_limited"
     fake.retry_after = 30
-    embedder = make(timeout_ms=2_000)
-    started = time.monotonic()
-    with pytest.raises(EmbeddingError, match="HTTP 429"):
-        embedder.embed_query("hello")
-    assert time.monotonic() - started < 0.5
+    clock = FakeClock()
+    embedder = on_clock(fake, clock, timeout_ms=2_000)
+    try:
+        with pytest.raises(EmbeddingError, match="HTTP 429"):
+            embedder.embed_query("hello")
+    finally:
+        embedder.close()
+    assert clock.slept == []  # a 30 s wait cannot fit in 2 s: the call ends at once
     assert fake.request_count == 1
 
 
 def test_nothing_listening_then_recovery(fake: FakeOpenAI, make) -> None:
-    embedder = make(timeout_ms=3_000)
+    clock = FakeClock()
+    embedder = on_clock(fake, clock, timeout_ms=3_000)
     assert embedder.embed_query("warm the connection pool").shape == (64,)
     fake.stop()
-    started = time.monotonic()
     with pytest.raises(EmbeddingError, match="connection failed"):
         embedder.embed_query("hello")
-    assert time.monotonic() - started < 1.5
+    assert clock.slept == [0.1, 0.4]  # refused at once, retried after the two short backoffs
 
     fake.start()  # same port
-    assert embedder.embed_query("hello").shape == (64,)
+    try:
+        assert embedder.embed_query("hello").shape == (64,)
+    finally:
+        embedder.close()
 
 
 def test_closed_embedder_raises(make) -> None:

@@ -9,7 +9,6 @@ gateway, 5xx errors, a body that is not JSON, and a response lost after the gate
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,10 +26,11 @@ class FaultProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.rstrip("/")
         self.mode: Mode = "pass"
-        self.delay = 0.0  # seconds, for "slow"
+        self.delay = 0.0  # seconds, for "slow"; a held request is let go when the proxy closes
         self.only_paths: tuple[str, ...] = ()  # faults apply only to these paths when set
         self.seen: list[str] = []
         self._http = httpx.Client(timeout=30)
+        self._closing = threading.Event()
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -64,8 +64,10 @@ class FaultProxy:
             h.close_connection = True
             h.connection.close()
             return
-        if mode == "slow":
-            time.sleep(self.delay)
+        if mode == "slow" and self._closing.wait(self.delay):
+            h.close_connection = True
+            h.connection.close()
+            return
         if mode == "error":
             self._reply(h, 503, b'{"code":503,"message":"upstream overloaded","request_id":"req-fault"}')
             return
@@ -107,7 +109,8 @@ class FaultProxy:
         h.wfile.write(payload)
 
     def close(self) -> None:
-        """Stop serving."""
+        """Stop serving (requests still held by "slow" end without an answer)."""
+        self._closing.set()
         self._server.shutdown()
         self._server.server_close()
         self._http.close()

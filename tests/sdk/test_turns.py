@@ -134,6 +134,18 @@ def test_parse_timestamp_rejects_the_unreadable(value: object) -> None:
     assert parse_timestamp(value) is None
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        "9999-12-31T23:59:59-14:00",  # year 10000 in UTC
+        "0001-01-01T00:00:00+01:00",  # year 0 in UTC
+        datetime(9999, 12, 31, 23, 0, tzinfo=timezone(timedelta(hours=-2))),
+    ],
+)
+def test_parse_timestamp_treats_an_instant_outside_years_1_to_9999_utc_as_unreadable(value: object) -> None:
+    assert parse_timestamp(value) is None
+
+
 # ---------------------------------------------------------------- select_turn: slicing and cursor
 
 

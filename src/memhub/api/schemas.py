@@ -10,7 +10,7 @@ from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field,
 from memhub.memory.atomic import DEFAULT_PRIORITY, MEMORY_TYPES
 from memhub.memory.paths import path_problem
 from memhub.retrieval.hybrid import SearchOptions
-from memhub.timeutil import parse_iso_ms
+from memhub.timeutil import instant_ms, parse_iso_ms
 
 MAX_CONTENT_CHARS = 8192
 MAX_QUERY_CHARS = 2048
@@ -21,8 +21,8 @@ SQLITE_MAX_INT = (1 << 63) - 1  # the largest integer SQLite stores
 
 
 def _iso_instant(value: str) -> str:
-    if parse_iso_ms(value) is None:
-        raise ValueError("must be an ISO 8601 instant with a timezone, e.g. 2026-01-31T09:30:00Z")
+    # Stored instants must render again: years 1-9999 in UTC, checked after the offset is applied.
+    instant_ms(value)
     return value
 
 

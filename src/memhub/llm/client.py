@@ -28,6 +28,7 @@ import httpx
 
 from memhub.pipeline.types import PipelineError
 from memhub.provider_http import (
+    Clock,
     ProviderBroken,
     ProviderTimeout,
     ProviderUnreachable,
@@ -106,7 +107,7 @@ class _NoResponseFormat(Exception):
 class ChatClient:
     """Calls an OpenAI-compatible chat endpoint. Thread-safe: calls share one pooled `httpx.Client`."""
 
-    def __init__(self, config: LLMConfig) -> None:
+    def __init__(self, config: LLMConfig, clock: Clock | None = None) -> None:
         base_url = config.base_url.strip()
         model = config.model.strip()
         if not base_url:
@@ -125,6 +126,7 @@ class ChatClient:
             raise ValueError(f"LLM base_url must be an http(s) URL with a host, got {base_url!r}")
         self.config = config
         self.model = model
+        self._clock = clock or Clock()
         self._url = url
         self._source = f"LLM {url.host}"
         self._api_key = config.api_key
@@ -146,7 +148,8 @@ class ChatClient:
             raise LLMError(f"{self._source}: client is closed", retryable=False)
         if not messages:
             raise LLMError(f"{self._source}: no messages to send", retryable=False)
-        started = time.monotonic()
+        now = self._clock.monotonic
+        started = now()
         deadline = started + self._budget_s
         attempts = 0
         dropped_format = False
@@ -168,21 +171,21 @@ class ChatClient:
                 attempts -= 1  # the format fallback is not a failure of the provider
                 continue
             except _Retryable as exc:
-                remaining = deadline - time.monotonic()
+                remaining = deadline - now()
                 pause = self._backoff(attempts)
                 if exc.retry_after is not None:
                     pause = max(pause, min(exc.retry_after, self.config.retry_after_max_ms / 1000))
                 if attempts > self.config.max_retries or pause + _MIN_ATTEMPT_S > remaining:
-                    elapsed = time.monotonic() - started
+                    elapsed = now() - started
                     raise LLMError(
                         f"{self._source} failed after {attempts} attempt(s) in {elapsed:.2f}s: {exc}",
                         retryable=True,
                         status=exc.status,
                     ) from None
                 log.debug("%s: attempt %d failed (%s); retrying in %.2fs", self._source, attempts, exc, pause)
-                time.sleep(pause)
+                self._clock.sleep(pause)
                 continue
-            latency_ms = int((time.monotonic() - started) * 1000)
+            latency_ms = int((now() - started) * 1000)
             return ChatResult(
                 text=text,
                 model=model or self.model,
@@ -231,10 +234,10 @@ class ChatClient:
 
     def _post(self, payload: bytes, deadline: float) -> tuple[int, bytes]:
         """One HTTP attempt; returns (status, body) for a 2xx, raises _Retryable, _NoResponseFormat or LLMError."""
-        remaining = min(self._timeout_s, deadline - time.monotonic())
+        remaining = min(self._timeout_s, deadline - self._clock.monotonic())
         if remaining <= 0:
             raise _Retryable("no time left within the call's budget")
-        attempt_deadline = time.monotonic() + remaining
+        attempt_deadline = time.monotonic() + remaining  # the socket's own time, whatever the budget's clock
         try:
             status, content, headers = post_json(
                 self._client,

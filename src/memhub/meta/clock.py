@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memhub.timeutil import ms_to_iso, now_ms, parse_iso_ms
+from memhub.timeutil import instant_ms, ms_to_iso, now_ms
 
 
 def now_iso() -> str:
@@ -11,8 +11,5 @@ def now_iso() -> str:
 
 
 def canonical(instant: str) -> str:
-    """An ISO instant in the stored form, so that text order is time order (`+08:00` → `Z`)."""
-    ms = parse_iso_ms(instant)
-    if ms is None:
-        raise ValueError(f"not an ISO 8601 instant with a zone: {instant!r}")
-    return ms_to_iso(ms)
+    """An ISO instant in the stored form, so that text order is time order (`+08:00` → `Z`, none → UTC)."""
+    return ms_to_iso(instant_ms(instant))

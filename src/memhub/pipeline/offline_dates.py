@@ -9,9 +9,13 @@ so the same message always resolves the same way.
 from __future__ import annotations
 
 import calendar
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
+
+from memhub.timeutil import ms_to_datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +37,7 @@ class TimeRef:
 
 def message_date(time_ms: int) -> date:
     """The UTC calendar date of a message time in epoch milliseconds."""
-    return datetime.fromtimestamp(time_ms / 1000, tz=UTC).date()
+    return ms_to_datetime(time_ms).date()
 
 
 def _add_months(day: date, months: int) -> date:
@@ -160,6 +164,23 @@ def _ref(match: re.Match[str], start: date, end: date | None = None, *, relative
     return TimeRef(match.group(0).strip(), start, end or start, relative, match.start())
 
 
+Finder = Callable[[str, date], TimeRef | None]
+
+
+def _within_calendar(find: Finder) -> Finder:
+    """A date pushed past years 1-9999 ("next year" said on 9999-12-31) is no date, not a failed extraction."""
+
+    @functools.wraps(find)
+    def guarded(text: str, today: date) -> TimeRef | None:
+        try:
+            return find(text, today)
+        except (OverflowError, ValueError):
+            return None
+
+    return guarded
+
+
+@_within_calendar
 def find_time_en(text: str, today: date) -> TimeRef | None:
     """The first English time expression in `text` (most specific pattern first), resolved."""
     if (m := _EN_ISO.search(text)) and (day := _safe_date(int(m[1]), int(m[2]), int(m[3]))):
@@ -185,6 +206,7 @@ def find_time_en(text: str, today: date) -> TimeRef | None:
     return None
 
 
+@_within_calendar
 def find_time_zh(text: str, today: date) -> TimeRef | None:
     """The first Chinese time expression in `text` (most specific pattern first), resolved."""
     if m := _ZH_DATE.search(text):

@@ -119,11 +119,16 @@ class PipelineStore(ABC):
     # -- scheduling ------------------------------------------------------------------------
     @abstractmethod
     def schedule(self, now_ms: int, schedule: Schedule, limit: int = 100) -> int:
-        """Open L1 jobs for due sessions and L2 jobs for due profiles; returns how many were opened."""
+        """Open L1 jobs for due sessions and L2 jobs for due profiles; returns how many were opened.
+
+        A session whose L1 job was dead-lettered is not due again until a message newer than the failure
+        arrives or the dead job is replayed.
+        """
 
     @abstractmethod
     def request_flush(self, scope: MemoryScope, session_id: str | None) -> int:
-        """Make the scope's sessions (or one) due now, and their profile right after; returns sessions marked."""
+        """Make the scope's sessions (or one) due now, and their profile right after; returns sessions marked
+        (a session held after a dead-lettered L1 job is not: see `schedule`)."""
 
     @abstractmethod
     def enqueue(self, service_id: str, kind: JobKind, target: str, scope: dict[str, str], run_after_ms: int) -> bool:
@@ -144,7 +149,8 @@ class PipelineStore(ABC):
 
     @abstractmethod
     def fail(self, job: Job, owner: str, error: str, now_ms: int, retry_at_ms: int | None) -> None:
-        """Record a failure: retried at `retry_at_ms`, or dead-lettered when None."""
+        """Record a failure: retried at `retry_at_ms`, or dead-lettered when None (an L1 job's session is then
+        held: see `schedule`)."""
 
     # `scope` narrows the next three to the jobs (and sessions) one caller may see; None: the whole tenant.
     @abstractmethod
@@ -153,7 +159,7 @@ class PipelineStore(ABC):
 
     @abstractmethod
     def replay(self, service_id: str, seqs: Sequence[int], now_ms: int, scope: JobScope | None = None) -> Replayed:
-        """Dead jobs back to pending with fresh attempts (others are left alone and not counted).
+        """Dead jobs back to pending with fresh attempts, releasing a held session (others are left alone, uncounted).
 
         All or nothing: when any seq is not a job of the tenant (within `scope`), nothing changes and
         the result names the missing ones.

@@ -28,8 +28,11 @@ from memhub.store.sqlite_fts import owner_prefix, qualify
 if TYPE_CHECKING:
     from memhub.store.sqlite import SQLiteStore
 
+# A session whose L1 job was dead-lettered waits for a message newer than the failure (or a replay): the
+# idle rule alone would otherwise open a job for the same failing batch on every poll, forever.
 _DUE_SESSIONS = (
     "SELECT * FROM pipeline_sessions WHERE last_rowid > l1_cursor "
+    "AND (l1_dead_rowid IS NULL OR last_rowid > l1_dead_rowid) "
     "AND (pending_rounds >= MAX(MIN(threshold, ?), ?) OR flush = 1 OR last_message_ms <= ?) LIMIT ?"
 )
 _DUE_PROFILES = "SELECT * FROM pipeline_profiles WHERE l2_due_ms IS NOT NULL AND l2_due_ms <= ? LIMIT ?"
@@ -42,6 +45,16 @@ _DUE_JOBS = (
 def session_target(scope_key: str, session_id: str) -> str:
     """The job target of one conversation."""
     return f"{scope_key}/{session_id}"
+
+
+def _hold_session(con: sqlite3.Connection, target: str, held: bool) -> None:
+    """Stop (or resume) opening L1 jobs for the conversation `target` names until it has newer messages."""
+    scope_key, _, session_id = target.partition("/")  # scope keys never hold a "/"; session ids may
+    con.execute(
+        "UPDATE pipeline_sessions SET l1_dead_rowid = CASE WHEN ? THEN last_rowid END "
+        "WHERE scope_key = ? AND session_id = ?",
+        (held, scope_key, session_id),
+    )
 
 
 def note_session_activity(
@@ -197,7 +210,9 @@ class SQLitePipelineStore(PipelineStore):
 
     def request_flush(self, scope: MemoryScope, session_id: str | None) -> int:
         with self.store._write() as con:
-            where, params = "scope_key = ? AND last_rowid > l1_cursor", [scope.key]
+            # A held session (see _DUE_SESSIONS) is not flushed: replaying its dead job is how it runs again.
+            where = "scope_key = ? AND last_rowid > l1_cursor AND (l1_dead_rowid IS NULL OR last_rowid > l1_dead_rowid)"
+            params = [scope.key]
             if session_id is not None:
                 where += " AND session_id = ?"
                 params.append(session_id)
@@ -266,6 +281,8 @@ class SQLitePipelineStore(PipelineStore):
                 "last_error = ?, updated_ms = ?, finished_ms = ? WHERE seq = ?",
                 (state, run_after, error[:2000], now_ms, now_ms if state == "dead" else None, job.seq),
             )
+            if state == "dead" and job.kind == "l1":
+                _hold_session(con, job.target, held=True)
 
     def jobs(self, service_id: str, states: Sequence[str], limit: int, scope: JobScope | None = None) -> list[Job]:
         visible, params = _visible(scope)
@@ -296,6 +313,8 @@ class SQLitePipelineStore(PipelineStore):
                 row = rows[seq]
                 if row["state"] != "dead":
                     continue
+                if row["kind"] == "l1":  # the operator asks for this conversation again
+                    _hold_session(con, row["target"], held=False)
                 busy = con.execute(
                     "SELECT 1 FROM pipeline_jobs WHERE kind = ? AND target = ? AND state IN ('pending', 'running')",
                     (row["kind"], row["target"]),
@@ -434,7 +453,7 @@ class SQLitePipelineStore(PipelineStore):
             stored = self.store._insert_atomic(con, scope, new)
             con.execute(
                 "UPDATE pipeline_sessions SET l1_cursor = MAX(l1_cursor, ?), last_l1_ms = ?, "
-                "last_scene = COALESCE(?, last_scene) WHERE scope_key = ? AND session_id = ?",
+                "last_scene = COALESCE(?, last_scene), l1_dead_rowid = NULL WHERE scope_key = ? AND session_id = ?",
                 (cursor, now_ms, outcome.last_scene, scope.key, session_id),
             )
             self._done(con, job, now_ms)

@@ -176,4 +176,6 @@ MIGRATIONS: list[Migration] = [
     # v10: a user key's generation-log reads find the records of its own scope and profile by (team, agent).
     "CREATE INDEX generation_log_by_owner ON generation_log (service_id, team_id, agent_id, created_ms)",
     per_user_profiles,
+    # v12: where a session stood when its L1 job was dead-lettered; no new job until a message comes after it.
+    "ALTER TABLE pipeline_sessions ADD COLUMN l1_dead_rowid INTEGER",
 ]

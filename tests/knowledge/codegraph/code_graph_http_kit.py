@@ -81,7 +81,7 @@ class CodeGraphHttp(KnowledgeHttp):
 
     def wait(self) -> None:
         """Block until every queued build has finished."""
-        self.code_graphs.wait_idle(timeout=30)
+        self.code_graphs.wait_idle(timeout=120)
 
     def create(self, *, status: int = 201, wait: bool = True, **fields: Any) -> dict[str, Any]:
         """code-graph/create in the default team (built now unless `wait=False`); the detail."""

@@ -279,7 +279,7 @@ def test_sync_while_a_build_runs_is_409_busy_and_queries_answer_stale(
         "code_graph_id": code_graph_id,
         "status": "pending",
     }
-    assert gate.entered.wait(10)
+    assert gate.entered.wait(120)
     envelope = cg.fails("code-graph/sync", {"code_graph_id": code_graph_id}, 409, "busy")
     assert envelope["data"] == {"status": "processing", "step": "indexing"}
     during = cg.get(code_graph_id)
@@ -487,7 +487,7 @@ def test_a_graph_still_building_answers_is_error_with_what_to_do(
     cg: CodeGraphHttp, project: Path, gate: BuildGate
 ) -> None:
     code_graph_id = cg.create(source_path=str(project), wait=False)["code_graph_id"]
-    assert gate.entered.wait(10)
+    assert gate.entered.wait(120)
     answer = cg.tool(code_graph_id, "callers", {"symbol": "log"})
     assert answer == {
         "text": f"code graph {code_graph_id} is building its first index (status processing, step indexing); "

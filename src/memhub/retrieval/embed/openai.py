@@ -32,6 +32,7 @@ import httpx
 import numpy as np
 
 from memhub.provider_http import (
+    Clock,
     ProviderBroken,
     ProviderTimeout,
     ProviderUnreachable,
@@ -71,7 +72,7 @@ class _Retryable(Exception):
 class OpenAIEmbedder(Embedder):
     """Embeds through an OpenAI-compatible HTTP API. Thread-safe: requests share one pooled `httpx.Client`."""
 
-    def __init__(self, config: EmbeddingConfig) -> None:
+    def __init__(self, config: EmbeddingConfig, clock: Clock | None = None) -> None:
         validate_common(config)
         base_url = config.base_url.strip()
         model = config.model.strip()
@@ -97,6 +98,7 @@ class OpenAIEmbedder(Embedder):
         self._batch_size = config.batch_size
         self._max_chars = config.max_chars
         self._timeout_s = config.timeout_ms / 1000
+        self._clock = clock or Clock()
         # None until configured or learned from the first response; every later response must match it.
         self._dim: int | None = config.dimensions
         self._dim_lock = threading.Lock()
@@ -150,7 +152,8 @@ class OpenAIEmbedder(Embedder):
             body["dimensions"] = self._dimensions
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
 
-        started = time.monotonic()
+        now = self._clock.monotonic
+        started = now()
         deadline = started + self._timeout_s
         attempts = 0
         while True:
@@ -158,23 +161,23 @@ class OpenAIEmbedder(Embedder):
             try:
                 status, content = self._post(payload, deadline)
             except _Retryable as exc:
-                remaining = deadline - time.monotonic()
+                remaining = deadline - now()
                 pause = _BACKOFF_S[min(attempts - 1, len(_BACKOFF_S) - 1)]
                 if exc.retry_after is not None:
                     pause = max(pause, exc.retry_after)
                 if attempts > _RETRIES or pause + _MIN_ATTEMPT_S > remaining:
-                    elapsed = time.monotonic() - started
+                    elapsed = now() - started
                     raise EmbeddingError(
                         f"{self._source} failed after {attempts} attempt(s) in {elapsed:.2f}s: {exc}"
                     ) from None
                 log.debug("%s: attempt %d failed (%s); retrying in %.2fs", self._source, attempts, exc, pause)
-                time.sleep(pause)
+                self._clock.sleep(pause)
                 continue
             return self._parse(status, content, len(batch))
 
     def _post(self, payload: bytes, deadline: float) -> tuple[int, bytes]:
         """One HTTP attempt; returns (status, body) for a 2xx, raises _Retryable or EmbeddingError otherwise."""
-        remaining = deadline - time.monotonic()
+        remaining = deadline - self._clock.monotonic()
         if remaining <= 0:
             raise _Retryable(f"no time left within the {self._timeout_s:g}s timeout")
         try:
@@ -183,7 +186,7 @@ class OpenAIEmbedder(Embedder):
                 self._url,
                 payload,
                 timeout_s=remaining,
-                deadline=deadline,
+                deadline=time.monotonic() + remaining,  # the socket's own time, whatever the budget's clock
                 max_bytes=_MAX_RESPONSE_BYTES,
             )
         except ProviderTimeout as exc:

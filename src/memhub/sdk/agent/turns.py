@@ -94,8 +94,7 @@ def _part_text(part: object) -> str | None:
 def parse_timestamp(value: object) -> datetime | None:
     """A message timestamp (epoch s or ms, ISO string, datetime) as aware UTC; None when absent or unreadable."""
     if isinstance(value, datetime):
-        # A naive datetime has no zone to go by; UTC is the only reading that does not depend on the host.
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return _as_utc(value)
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
@@ -110,8 +109,18 @@ def parse_timestamp(value: object) -> datetime | None:
             parsed = datetime.fromisoformat(text)
         except ValueError:
             return None
-        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+        return _as_utc(parsed)
     return None
+
+
+def _as_utc(moment: datetime) -> datetime | None:
+    # A naive datetime has no zone to go by; UTC is the only reading that does not depend on the host.
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:59:59-14:00 is year 10000 in UTC: no instant the gateway stores
+        return None
 
 
 def _from_epoch(number: float) -> datetime | None:
