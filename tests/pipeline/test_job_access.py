@@ -59,10 +59,10 @@ class Jobs:
         return self.ok(who, "jobs", {"states": states, "limit": 500})["items"]
 
     def owns(self, who: Member, job: dict[str, Any]) -> bool:
-        """Whether the job belongs to `who`'s L0/L1 scope (L1) or (team, agent) profile (L2/L3)."""
+        """Whether the job belongs to `who`'s L0/L1 scope (L1) or (team, agent, user) profile (L2/L3)."""
         scope, mine = job["scope"], self.scope(who)
-        same_profile = (scope["team_id"], scope["agent_id"]) == (mine["team_id"], mine["agent_id"])
-        return same_profile and (job["kind"] != "l1" or scope["user_id"] == who.user_id)
+        same_agent = (scope["team_id"], scope["agent_id"]) == (mine["team_id"], mine["agent_id"])
+        return same_agent and scope["user_id"] == who.user_id
 
 
 @pytest.fixture
@@ -77,7 +77,7 @@ def t(tmp_path: Path) -> Iterator[Jobs]:
     jobs = Jobs(org, alice, bob, carol, team_a, team_b, org.agent(alice, team_a, "at"), org.agent(carol, team_b, "cb"))
     for who in (alice, bob, carol):
         jobs.say(who, "I prefer green tea over coffee.")
-    gw.pipeline.drain()  # L1, L2 and L3 of both profiles, done
+    gw.pipeline.drain()  # L1, L2 and L3 of each user's profile, done
     stages = gw.pipeline.runner.stages
     failing = Failing(stages.extractor, times=1_000)
     gw.pipeline.runner.stages = Stages(failing, stages.deduplicator, stages.scenes, stages.persona, stages.generator)
