@@ -336,7 +336,7 @@ def test_sigkill_mid_write_loses_no_acknowledged_write(launcher: Launcher, data_
     assert set(acked_scenes) <= stored_scenes, "an acknowledged scene was lost"
     # Core writes are sequential: what is stored is the last acknowledged revision or a later one.
     assert persona is not None
-    stored_revision = re.match(r"persona revision (\d+)\n", persona)
+    stored_revision = re.fullmatch(r"persona revision (\d+)", persona)  # the persona as stored
     assert stored_revision is not None, persona[:200]
     assert int(stored_revision.group(1)) >= rounds[-1].core_revision
 
