@@ -409,6 +409,19 @@ def test_every_accepted_core_write_moves_updated_at(gateway: Gateway) -> None:
     assert third["updated_at"] > again["updated_at"] and third["version"] == 0
 
 
+def test_every_accepted_scene_write_moves_updated_at(gateway: Gateway) -> None:
+    """A scene rewrite with the same text keeps the version but is not silent: a fresh updated_at, stored."""
+    created = gateway.ok("/v3/scenario/create", {"path": "same.md", "content": "same text", "summary": "s"})
+    first = gateway.ok("/v3/scenario/write", {"path": "same.md", "content": "new text", "summary": "s"})
+    again = gateway.ok("/v3/scenario/write", {"path": "same.md", "content": "new text", "summary": "s"})
+    assert (created["version"], first["version"], again["version"]) == (0, 1, 1)
+    assert (first["content_changed"], again["content_changed"]) == (True, False)
+    assert created["updated_at"] < first["updated_at"] < again["updated_at"]  # strictly later, even in one ms
+    got = gateway.ok("/v3/scenario/read", {"path": "same.md"})
+    assert got["updated_at"] == again["updated_at"] and got["version"] == 1
+    assert "new text" in got["content"]
+
+
 # What an older gateway appended to the persona on core/read (two scenes, hottest first, then its footer).
 NAV_BLOCK = (
     f"---\n{NAV_HEADING}\n\n"

@@ -30,6 +30,14 @@ def _digest(body: str, summary: str, heat: int) -> str:
     return hashlib.md5(f"{summary}\x1f{heat}\x1f{body}".encode(), usedforsecurity=False).hexdigest()
 
 
+@dataclass(frozen=True, slots=True)
+class SceneWritten:
+    """What a scene rewrite stored, and whether its body, summary or heat differed from the stored ones."""
+
+    document: DocumentRecord
+    content_changed: bool  # False: the version stayed; updated_at still moved
+
+
 class ScenarioService:
     """Lists, reads, creates, writes and removes scene files."""
 
@@ -65,18 +73,20 @@ class ScenarioService:
             raise Conflict(f"path: scene file already exists: {path}")
         return stored
 
-    def write(self, iso: Isolation, path: str, content: str, summary: str | None, request_id: str) -> DocumentRecord:
-        """Replace an existing scene file, keeping its META; 404 when it does not exist."""
+    def write(self, iso: Isolation, path: str, content: str, summary: str | None, request_id: str) -> SceneWritten:
+        """Replace an existing scene file, keeping its META; 404 when it does not exist.
+
+        Every accepted write is stored with a fresh `updated_at`, as persona writes are; the version moves only
+        when the body, summary or heat changed (md5-gated, as in the original), and the answer says which.
+        """
         existing = self.store.get_document(iso.profile, "scene", path)
         if existing is None:
             raise NotFound(f"Scenario file not found: {path}")
         doc = self._compose(iso, path, content, summary, existing=existing)
-        if doc.content_md5 == existing.content_md5:
-            return existing
         stored = self.store.put_document(doc, audit_context(iso, request_id), expect_exists=True)
         if stored is None:  # removed between the read and the write
             raise NotFound(f"Scenario file not found: {path}")
-        return stored
+        return SceneWritten(stored, doc.content_md5 != existing.content_md5)
 
     def remove(self, iso: Isolation, paths: Sequence[str], request_id: str) -> list[str]:
         """Remove files; a path ending in "/" removes the whole directory."""
@@ -87,7 +97,9 @@ class ScenarioService:
     def _compose(
         self, iso: Isolation, path: str, content: str, summary: str | None, existing: DocumentRecord | None
     ) -> DocumentRecord:
-        stamp = now_ms()
+        # Strictly later than the stored stamp, even within one millisecond: a client comparing updated_at
+        # must see that its write landed.
+        stamp = max(now_ms(), existing.updated_ms + 1) if existing else now_ms()
         given, body = split_scene(content)
         old_meta = split_scene(existing.content)[0] if existing else {}
         final_summary = summary if summary is not None else given.get("summary", existing.summary if existing else "")

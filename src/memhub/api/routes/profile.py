@@ -52,8 +52,9 @@ def scenario_read(call: Call, body: ScenarioRead) -> dict[str, Any]:
 
 
 def scenario_write(call: Call, body: ScenarioWrite) -> dict[str, Any]:
-    doc = call.memory.scenario.write(call.isolation, body.path, body.content, body.summary, call.request_id)
-    return _write_view(call, doc)
+    written = call.memory.scenario.write(call.isolation, body.path, body.content, body.summary, call.request_id)
+    # An extension of the original's answer: whether the scene differed from the stored one.
+    return {**_write_view(call, written.document), "content_changed": written.content_changed}
 
 
 def scenario_create(call: Call, body: ScenarioWrite) -> dict[str, Any]:
