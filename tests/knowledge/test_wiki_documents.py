@@ -1,20 +1,29 @@
 """PDF and DOCX sources under limits: zip bombs refused before parsing, caps that truncate with a note,
-and a child process whose memory or time runs out failing only its own file."""
+a child process whose memory or time runs out failing only its own file, and raw/read that never parses
+the same document twice."""
 
 from __future__ import annotations
 
 import io
 import re
+import shutil
 import struct
 import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import pytest
+
+from memhub.knowledge.wiki import docworker
 from memhub.knowledge.wiki.build import PAGES_DIR, build_generation, source_statuses
 from memhub.knowledge.wiki.documents import docx_zip_problem
+from memhub.knowledge.wiki.extract_cache import ExtractionCache
+from memhub.knowledge.wiki.sourcefiles import read_source
 from memhub.knowledge.wiki.sources import Limits, SourceError, extract_bytes, split_front_matter
+from memhub.knowledge.wiki.sourcetree import SourceTree
+from tests.conftest import build_gateway
 from tests.knowledge.test_wiki_sources import make_docx, make_pdf
-from tests.knowledge.wiki_http_kit import docx, ops_guide
+from tests.knowledge.wiki_http_kit import WikiHttp, docx, ops_guide
 
 MB = 1024 * 1024
 DOCUMENT_XML = "word/document.xml"
@@ -184,3 +193,79 @@ def test_a_child_past_the_wall_clock_limit_is_killed_and_reported() -> None:
     source = extract_bytes("slow.pdf", make_pdf(["text"]), limits=Limits(process_wall_seconds=1e-6))
     assert source.units == []
     assert source.errors == [SourceError("slow.pdf", "extraction stopped: it ran longer than 1e-06 s and was killed")]
+
+
+# --- raw/read -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def wk(tmp_path: Path) -> Iterator[WikiHttp]:
+    api = WikiHttp(build_gateway(tmp_path / "data"))
+    yield api
+    api.wait()
+    api.gw.close()
+
+
+def test_raw_read_extracts_a_document_once_and_the_build_s_text_is_reused(wk: WikiHttp) -> None:
+    wiki_id = wk.create("docs")
+    wk.write(wiki_id, {"guide.pdf": make_pdf(["Rotate keys every 90 days", "Quotas reset at midnight"])})
+    read = {"wiki_id": wiki_id, "filenames": ["guide.pdf"]}
+    expected = {
+        "filename": "guide.pdf",
+        "content": "[page 1]\nRotate keys every 90 days\n\n[page 2]\nQuotas reset at midnight",
+    }
+
+    before = docworker.extraction_count()
+    assert wk.ok("wiki/raw/read", read)["items"] == [expected]  # not built yet: extracted now, once
+    assert wk.ok("wiki/raw/read", read)["items"] == [expected]
+    assert docworker.extraction_count() == before + 1
+    assert len(list((wk.wiki_dir(wiki_id) / "extracted").glob("*.json"))) == 1
+
+    wk.ingest(wiki_id)  # the build extracts it for its own generation …
+    built = docworker.extraction_count()
+    assert built == before + 2
+    shutil.rmtree(wk.wiki_dir(wiki_id) / "extracted")
+    assert wk.ok("wiki/raw/read", read)["items"] == [expected]  # … and raw/read takes it from there
+    assert docworker.extraction_count() == built
+
+    # New content, new hash: the old text is never served, the new one is extracted once.
+    wk.write(wiki_id, {"guide.pdf": make_pdf(["Rotate keys every 30 days"])})
+    changed = [{"filename": "guide.pdf", "content": "[page 1]\nRotate keys every 30 days"}]
+    assert wk.ok("wiki/raw/read", read)["items"] == changed
+    assert wk.ok("wiki/raw/read", read)["items"] == changed
+    assert docworker.extraction_count() == built + 1
+
+
+def test_a_truncated_document_is_read_with_its_note_and_cached_under_its_limits(tmp_path: Path) -> None:
+    root = tmp_path / "src"
+    root.mkdir()
+    (root / "three.pdf").write_bytes(make_pdf(["one", "two", "three"]))
+    cache = ExtractionCache(tmp_path / "extracted", Limits(pdf_pages=2))
+    note = "truncated: only the first 2 of 3 pages were extracted (limit 2 pages per PDF)"
+    item = read_source("three.pdf", SourceTree(root), cache, lambda: None)
+    assert item == {"filename": "three.pdf", "content": "[page 1]\none\n\n[page 2]\ntwo", "truncated": note}
+    count = docworker.extraction_count()
+    assert read_source("three.pdf", SourceTree(root), cache, lambda: None) == item  # from the cache file
+    assert docworker.extraction_count() == count
+    # An entry made under other limits is not reused.
+    whole = read_source("three.pdf", SourceTree(root), ExtractionCache(tmp_path / "extracted"), lambda: None)
+    assert whole == {"filename": "three.pdf", "content": "[page 1]\none\n\n[page 2]\ntwo\n\n[page 3]\nthree"}
+    assert docworker.extraction_count() == count + 1
+
+
+def test_raw_read_of_a_local_file_over_its_byte_limit_is_refused_unread(tmp_path: Path) -> None:
+    root = tmp_path / "sources"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\nSmall.\n", encoding="utf-8")
+    with (root / "huge.txt").open("wb") as handle:
+        handle.truncate(6 * MB)  # sparse: over the 5 MB text limit without writing it
+    api = WikiHttp(build_gateway(tmp_path / "data", wiki_source_roots=[root]))
+    try:
+        wiki_id = api.create("local", source_path=str(root))
+        items = api.ok("wiki/raw/read", {"wiki_id": wiki_id, "filenames": ["huge.txt", "a.md"]})["items"]
+        assert items[0]["filename"] == "huge.txt" and items[0]["content"] == ""
+        assert items[0]["error"].startswith("file too large: 6.0 MB exceeds the 5.0 MB limit for .txt files")
+        assert items[1] == {"filename": "a.md", "content": "# A\n\nSmall.\n"}
+    finally:
+        api.wait()
+        api.gw.close()
