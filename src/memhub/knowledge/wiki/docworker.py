@@ -52,6 +52,11 @@ _FRAME = struct.Struct(">Q")
 # How long the worker may take to report on a child that was killed, or to start and answer at all.
 _GRACE_SECONDS = 30.0
 
+# Documents parsed at once by this server, whoever asked (builds, raw/read): each child may use up to
+# the memory limit, so a burst of uploads cannot multiply it without bound.
+CONCURRENT_EXTRACTIONS = 2
+_slots = threading.BoundedSemaphore(CONCURRENT_EXTRACTIONS)
+
 _count_lock = threading.Lock()
 _count = 0
 
@@ -90,7 +95,7 @@ class DocumentWorker:
         global _count
         with _count_lock:
             _count += 1
-        with self._lock:
+        with self._lock, _slots:
             try:
                 return self._extract(filename, kind, data, limits)
             except (_WorkerGone, TimeoutError) as exc:
