@@ -8,6 +8,7 @@ import io
 import re
 import shutil
 import struct
+import sys
 import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -173,6 +174,7 @@ def test_text_over_the_character_and_unit_caps_is_cut_at_the_cap_with_a_note() -
 # --- the child process --------------------------------------------------------------------------
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is enforced on Linux")
 def test_a_child_over_its_memory_limit_fails_its_own_file_and_the_build_goes_on(tmp_path: Path) -> None:
     root = tmp_path / "src"
     root.mkdir()

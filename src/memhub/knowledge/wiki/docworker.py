@@ -102,6 +102,9 @@ class DocumentWorker:
                 self._stop(kill=True)
                 detail = str(exc) or "it did not answer"
                 return [], [SourceError(filename, f"the extraction process failed: {detail}")]
+            except Exception as exc:  # a reply out of step: this worker cannot be trusted with the next file
+                self._stop(kill=True)
+                return [], [SourceError(filename, exc_reason("the extraction process failed", exc))]
 
     def _extract(self, filename: str, kind: str, data: bytes, limits: Limits) -> Extracted:
         process = self._start()
