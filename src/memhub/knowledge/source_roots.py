@@ -10,13 +10,18 @@ from memhub.errors import BadRequest, Forbidden
 
 
 def under_roots(path: Path, roots: Sequence[Path]) -> bool:
-    """Whether the path, symlinks resolved, is one of the roots or inside one."""
-    resolved = path.resolve()
+    """Whether the path, symlinks resolved, is one of the roots or inside one (False when it cannot be resolved)."""
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte
+        return False
     return any(resolved == root or root in resolved.parents for root in roots)
 
 
 def local_source_dir(source_path: str, roots: Sequence[Path], setting: str) -> str:
     """The resolved directory a `source_path` names; 400 when relative or not a directory, 403 outside the roots."""
+    if "\x00" in source_path:
+        raise BadRequest("source_path: must not contain NUL characters")
     path = Path(source_path)
     if not path.is_absolute():
         raise BadRequest("source_path: must be an absolute path")

@@ -72,6 +72,8 @@ def check_repo_url(value: str) -> RepoUrl:
     if scheme == "file":
         if parts.netloc not in ("", "localhost"):
             raise BadRequest("repo_url: a file:// URL must name a path on this server (file:///path)")
+        if "\x00" in unquote(parts.path):
+            raise BadRequest("repo_url: a file:// URL must not contain NUL characters (%00)")
         path = Path(unquote(parts.path))
         if not path.is_absolute():
             raise BadRequest("repo_url: a file:// URL must hold an absolute path")

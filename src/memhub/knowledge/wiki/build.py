@@ -42,6 +42,7 @@ from memhub.knowledge.wiki.sources import (
     extract,
     extract_directory,
 )
+from memhub.knowledge.wiki.sourcetree import SourceTree
 
 PAGES_DIR = "pages"
 UNITS_FILE = "units.json"
@@ -109,34 +110,27 @@ def read_units(generation_dir: Path) -> dict[str, list[SourceUnit]]:
     return {name: [SourceUnit(text, locator) for text, locator in units] for name, units in data.items()}
 
 
-def _is_index_file(name: str) -> bool:
-    return PurePosixPath(name).name == INDEX_FILE
-
-
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8", newline="\n")
 
 
-def _page_text(source_root: Path, source: ExtractedSource) -> str:
+def _page_text(tree: SourceTree, source: ExtractedSource) -> str:
     if PurePosixPath(source.filename).suffix.lower() in MARKDOWN_EXTENSIONS:
-        return decode_text((source_root / source.filename).read_bytes())
+        return decode_text(tree.read_bytes(source.filename))
     return render_markdown(source)
 
 
-def _copy_authored_index(source_root: Path, pages: Path) -> None:
+def _copy_authored_index(tree: SourceTree, index_files: list[str], pages: Path) -> None:
     """Copy every index.json of the sources next to its pages; `file` names of PDF/DOCX/text sources
     are pointed at their page (`manual.pdf` → `manual.pdf.md`) so authors can name what they uploaded."""
-    for path in sorted(source_root.rglob(INDEX_FILE)):
-        rel = path.relative_to(source_root)
-        if any(part.startswith(".") for part in rel.parts):
-            continue
+    for rel in index_files:
         try:
-            data = json.loads(decode_text(path.read_bytes()))
-        except ValueError as exc:
-            raise BuildFailed(
-                f"{rel.as_posix()}: not valid JSON ({exc})", [IndexIssue(rel.as_posix(), "", f"invalid JSON: {exc}")]
-            ) from exc
+            data = json.loads(decode_text(tree.read_bytes(rel)))
+        except OSError as exc:
+            raise BuildFailed(f"{rel}: cannot read file: {exc.strerror or exc}") from exc
+        except ValueError as exc:  # also a file that now resolves outside the source root
+            raise BuildFailed(f"{rel}: not valid JSON ({exc})", [IndexIssue(rel, "", f"invalid JSON: {exc}")]) from exc
         docs = data.get("documents") if isinstance(data, dict) else None
         for doc in docs if isinstance(docs, list) else []:
             file = doc.get("file") if isinstance(doc, dict) else None
@@ -166,11 +160,11 @@ def build_generation(
     before = read_manifest(previous) if previous else {}
     old_hashes: dict[str, str] = before.get("hashes", {})
     old_units = read_units(previous) if previous else {}
+    tree = SourceTree(source_root)
     result = extract_directory(source_root, old_hashes, limits=limits)
     plan = result.plan
     report = BuildReport(plan.added, plan.changed, plan.unchanged, plan.removed)
-    # index.json files are the index, not sources: they are not "unsupported files".
-    report.errors = [e for e in result.errors if not (_is_index_file(e.filename) and e.kind == "skip")]
+    report.errors = list(result.errors)
     units: dict[str, list[SourceUnit]] = {}
     hashes: dict[str, str] = {}
     owners: dict[str, str] = {}  # page file → the source it was made from
@@ -211,7 +205,7 @@ def build_generation(
             report.errors += source.errors
         if source.ok:
             try:
-                text = _page_text(source_root, source)
+                text = _page_text(tree, source)
             except (OSError, ValueError) as exc:
                 report.errors.append(SourceError(name, f"cannot make a page: {exc}"))
                 continue
@@ -222,12 +216,13 @@ def build_generation(
             report.kept_previous.append(name)
     if not units:
         raise BuildFailed("no usable source file: upload Markdown, text, PDF or DOCX files and ingest again")
-    authored = (source_root / INDEX_FILE).is_file()
+    # Only index files the walk accepted: a symlinked index.json that leads outside the root is never read.
+    authored = INDEX_FILE in plan.index_files
     report.index = "authored" if authored else "generated"
     ai_cache: dict[str, dict[str, Any]] = {}
     try:
         if authored:
-            _copy_authored_index(source_root, pages)
+            _copy_authored_index(tree, plan.index_files, pages)
             _, issues = validate_index(pages)
             if issues:
                 raise IndexInvalid(issues)

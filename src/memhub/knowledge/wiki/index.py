@@ -31,9 +31,9 @@ from typing import Any
 
 from memhub.knowledge.wiki.globs import glob_problem
 from memhub.knowledge.wiki.sources import split_front_matter as source_front_matter
+from memhub.knowledge.wiki.sourcetypes import INDEX_FILE
 
 SCHEMA_VERSION = 1
-INDEX_FILE = "index.json"
 THEME_README = "README.md"
 STATUSES = ("current", "archived")
 KINDS = ("guide", "standard")

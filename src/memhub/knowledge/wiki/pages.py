@@ -82,6 +82,9 @@ def render_markdown(source: ExtractedSource) -> str:
     """The Markdown page of a non-Markdown source, with front matter (title, source) and its units."""
     title = _title_of(source)
     front = {"title": title, "source": source.filename}
+    if source.truncation:
+        # Readers of the page (people and agents) learn that it holds only part of the document.
+        front["truncated"] = source.truncation
     lines = ["---", yaml.safe_dump(front, allow_unicode=True, sort_keys=False).strip(), "---", ""]
     if not any(u.heading and u.heading[0] == title for u in source.units):
         lines += [f"# {title}", ""]

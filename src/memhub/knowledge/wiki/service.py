@@ -24,6 +24,7 @@ from memhub.knowledge.access import delete_batch, gated, require_member, visible
 from memhub.knowledge.lifecycle import BUSY_STATUSES, busy, stale
 from memhub.knowledge.source_roots import local_source_dir
 from memhub.knowledge.wiki.builds import IndexMode, WikiBuilds, register_wiki
+from memhub.knowledge.wiki.extract_cache import ExtractionCache
 from memhub.knowledge.wiki.pages import page_file, page_id
 from memhub.knowledge.wiki.snapshot import Conversation, Rescore, WikiSnapshot
 from memhub.knowledge.wiki.snapshot_cache import SnapshotCache
@@ -42,7 +43,8 @@ from memhub.knowledge.wiki.sourcefiles import (
     upsert_source,
     with_locked_front_matter,
 )
-from memhub.knowledge.wiki.sources import PathOutsideRoot, safe_path, source_kind
+from memhub.knowledge.wiki.sources import source_kind
+from memhub.knowledge.wiki.sourcetree import SourceTree
 from memhub.knowledge.wiki.storage import WikiFiles, filename_problem
 from memhub.llm.client import LLMConfig
 from memhub.meta import audit
@@ -248,18 +250,15 @@ class WikiService:
     def raw_read(self, caller: Caller, wiki_id: str, filenames: Sequence[str]) -> Row:
         """The text of source files (PDF and DOCX as their extracted text, with page/paragraph markers)."""
         row = self.row(caller, wiki_id)
-        root = source_root(self.files, caller.service_id, row)
+        tree = SourceTree(source_root(self.files, caller.service_id, row))
+        cache = ExtractionCache(self.files.extracted_dir(caller.service_id, wiki_id))
         items: list[Row] = []
         for name in filenames:
-            try:
-                path = safe_path(root, name)
-            except PathOutsideRoot:
+            if filename_problem(name) or not tree.is_file(name):
                 items.append({"filename": name, "not_found": True})
                 continue
-            if filename_problem(name) or not path.is_file():
-                items.append({"filename": name, "not_found": True})
-                continue
-            items.append(read_source(name, path))
+            # The current generation already holds the text of every document it was built from.
+            items.append(read_source(name, tree, cache, lambda: self.snapshot_of(caller.service_id, row)))
         return {"items": items}
 
     def raw_write(self, caller: Caller, team_id: str, wiki_id: str, files: Sequence[RawFile]) -> Row:

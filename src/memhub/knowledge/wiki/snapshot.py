@@ -20,7 +20,7 @@ from memhub.knowledge.wiki.keywords import SourceIndex
 from memhub.knowledge.wiki.pages import Page, normalise_ref, page_id, resolve_links
 from memhub.knowledge.wiki.pagesearch import PageSearch, query_snippet
 from memhub.knowledge.wiki.passages import Source, assemble, cap_for
-from memhub.knowledge.wiki.sources import ExtractedSource, source_kind, split_front_matter
+from memhub.knowledge.wiki.sources import ExtractedSource, SourceError, source_kind, split_front_matter
 from memhub.knowledge.wiki.walk import walk
 
 RELATED_MAX = 10
@@ -59,7 +59,8 @@ class WikiSnapshot:
         self.root = directory / PAGES_DIR
         self.index: WikiIndex = load_index(self.root)
         by_file = {d.file: d for d in self.index.all_documents()}
-        built = read_manifest(directory).get("hashes", {})
+        manifest = read_manifest(directory)
+        built = manifest.get("hashes", {})
         self.pages: dict[str, Page] = {}
         for path in sorted(self.root.rglob("*.md"), key=lambda p: p.as_posix()):
             file = path.relative_to(self.root).as_posix()
@@ -88,10 +89,20 @@ class WikiSnapshot:
         self._search = PageSearch([p.title for p in self.pages.values()], [p.body for p in self.pages.values()])
         units = read_units(directory)
         self.source_names = sorted(units)
+        self._units = units
+        self._hashes: dict[str, str] = built
+        self._notes = [e for e in manifest.get("errors", []) if isinstance(e, dict) and e.get("kind") == "truncated"]
         self._sources = SourceIndex(ExtractedSource(name, source_kind(name), us) for name, us in sorted(units.items()))
         self._index_json: dict[str, Any] = {}
         for path in self.root.rglob(INDEX_FILE):
             self._index_json[path.relative_to(self.root).as_posix()] = json.loads(path.read_text(encoding="utf-8"))
+
+    def extracted(self, name: str, digest: str) -> ExtractedSource | None:
+        """What this generation's build extracted from a source file, if the file still has that content."""
+        if self._hashes.get(name) != digest or name not in self._units:
+            return None
+        notes = [SourceError(name, e["reason"], "truncated") for e in self._notes if e.get("filename") == name]
+        return ExtractedSource(name, source_kind(name), list(self._units[name]), hash=digest, errors=notes)
 
     # -- reference tools ------------------------------------------------------------------------------
 

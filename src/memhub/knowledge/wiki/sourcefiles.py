@@ -10,14 +10,24 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import yaml
 
 from memhub.errors import BadRequest
+from memhub.knowledge.wiki.extract_cache import BuiltUnits, ExtractionCache
 from memhub.knowledge.wiki.pages import normalise_ref
-from memhub.knowledge.wiki.sources import content_hash, decode_text, extract_bytes, source_kind, split_front_matter
+from memhub.knowledge.wiki.sources import (
+    SourceError,
+    content_hash,
+    decode_text,
+    read_checked,
+    source_kind,
+    split_front_matter,
+)
+from memhub.knowledge.wiki.sourcetree import SourceTree
 from memhub.knowledge.wiki.storage import WikiFiles, filename_problem
 from memhub.meta.caller import Caller
 from memhub.store.meta import MetaKind, MetaWriter, Row
@@ -146,15 +156,20 @@ def record_status(
     )
 
 
-def read_source(name: str, path: Path) -> Row:
-    """One raw/read item: the file's text (PDF and DOCX extracted, with their locators), or why there is none."""
-    data = path.read_bytes()
+def read_source(name: str, tree: SourceTree, cache: ExtractionCache, built: Callable[[], BuiltUnits | None]) -> Row:
+    """One raw/read item: the file's text (PDF and DOCX extracted once, with their locators), or why there is none."""
+    data = read_checked(tree, name, cache.limits)
+    if isinstance(data, SourceError):
+        return {"filename": name, "content": "", "error": data.reason}
     if source_kind(name) in ("pdf", "docx"):
-        extracted = extract_bytes(name, data)
+        extracted = cache.extracted(name, data, built)
         if not extracted.ok:
             reason = "; ".join(e.reason for e in extracted.errors) or "no text"
             return {"filename": name, "content": "", "error": reason}
-        return {"filename": name, "content": "\n\n".join(f"[{u.locator}]\n{u.text}" for u in extracted.units)}
+        item: Row = {"filename": name, "content": "\n\n".join(f"[{u.locator}]\n{u.text}" for u in extracted.units)}
+        if extracted.truncation:
+            item["truncated"] = extracted.truncation
+        return item
     try:
         return {"filename": name, "content": decode_text(data)}
     except ValueError as exc:

@@ -3,6 +3,7 @@
     <data_dir>/knowledge/<service id, %-encoded>/<wiki id>/
         raw/          uploaded source files (the source archive), under their relative names
         gen/<n>/      built generations (memhub.knowledge.wiki.build); the database says which is current
+        extracted/    raw/read's extracted text of PDF and DOCX files not (yet) built, by content hash
 
 Every write goes to a temporary file in the same directory, is flushed, and is renamed into place,
 so a crash leaves either the old file or the new one, never a torn one.
@@ -19,11 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from memhub.knowledge.tenant_dirs import tenant_dir, tenants
-from memhub.knowledge.wiki.index import INDEX_FILE
 from memhub.knowledge.wiki.sources import SUPPORTED_EXTENSIONS, PathOutsideRoot, safe_path
+from memhub.knowledge.wiki.sourcetypes import INDEX_FILE
 
 RAW_DIR = "raw"
 GEN_DIR = "gen"
+EXTRACTED_DIR = "extracted"
 FILENAME_MAX = 512
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -66,6 +68,10 @@ class WikiFiles:
     def generation_dir(self, service_id: str, wiki_id: str, generation: int) -> Path:
         """One built generation's directory."""
         return self.wiki_dir(service_id, wiki_id) / GEN_DIR / str(generation)
+
+    def extracted_dir(self, service_id: str, wiki_id: str) -> Path:
+        """Where raw/read keeps the extracted text of documents by content hash."""
+        return self.wiki_dir(service_id, wiki_id) / EXTRACTED_DIR
 
     def tenants(self) -> Iterator[str]:
         """Service ids that have any knowledge files (used to resume builds after a restart)."""
