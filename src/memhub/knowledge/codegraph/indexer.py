@@ -10,6 +10,7 @@ are re-resolved and the result equals a clean rebuild by construction.
 from __future__ import annotations
 
 import hashlib
+import logging
 import multiprocessing
 import os
 import time
@@ -26,10 +27,13 @@ from memhub.knowledge.codegraph.javascript_facts import extract_javascript
 from memhub.knowledge.codegraph.python_facts import extract_python
 from memhub.knowledge.codegraph.resolve import resolve, resolve_changes
 from memhub.knowledge.codegraph.rust_facts import extract_rust
+from memhub.knowledge.codegraph.syntax import FileTooComplex
 from memhub.store.graph import FileRecord
 from memhub.store.graph_codec import decode_facts, encode_facts
 from memhub.store.graph_records import FileFacts
 from memhub.store.sqlite_graph import GRAPH_FORMAT, SQLiteGraph
+
+log = logging.getLogger("memhub.codegraph")
 
 Extractor = Callable[[str, bytes], FileFacts]
 FILE_MAX_BYTES = 1024 * 1024
@@ -60,7 +64,7 @@ def _extractors() -> dict[str, tuple[str, Extractor]]:
 
 @dataclass(slots=True)
 class Skipped:
-    """A file left out, and why (binary, too large, unreadable)."""
+    """A file left out, and why (binary, too large, unreadable, too complex to extract)."""
 
     path: str
     reason: str
@@ -108,19 +112,33 @@ def discover(root: Path, *, max_bytes: int = FILE_MAX_BYTES) -> tuple[list[tuple
     return found, skipped
 
 
-def _extract_one(job: tuple[str, str, bytes, str]) -> tuple[FileFacts, str]:
+def _extract_one(job: tuple[str, str, bytes, str]) -> tuple[FileFacts, str] | str:
+    """The file's facts and their encoding, or why the file is skipped: one file the extractors cannot
+    read (too complex, or a bug they hit) is left out of the graph instead of failing the whole build."""
     rel, suffix, data, _ = job
-    facts = _extractors()[suffix][1](rel, data)
+    try:
+        facts = _extractors()[suffix][1](rel, data)
+    except FileTooComplex as exc:
+        return str(exc)
+    except RecursionError:
+        return "too complex: nested too deep to read"
+    except Exception as exc:
+        log.exception("code graph: extracting %s failed", rel)
+        return f"could not be read: {type(exc).__name__}"
     return facts, encode_facts(facts)
 
 
-def _extract_encoded(job: tuple[str, str, bytes, str]) -> tuple[int, str]:
-    """A worker's answer: the error count and the encoded facts (a string pickles fast; dataclasses do not)."""
-    facts, document = _extract_one(job)
+def _extract_encoded(job: tuple[str, str, bytes, str]) -> tuple[int, str] | str:
+    """A worker's answer: the error count and the encoded facts (a string pickles fast; dataclasses do not),
+    or why the file is skipped."""
+    extracted = _extract_one(job)
+    if isinstance(extracted, str):
+        return extracted
+    facts, document = extracted
     return facts.parse_errors, document
 
 
-def _extract_all(todo: list[tuple[str, str, bytes, str]], workers: int) -> list[tuple[FileFacts, str]]:
+def _extract_all(todo: list[tuple[str, str, bytes, str]], workers: int) -> list[tuple[FileFacts, str] | str]:
     """Parse in worker processes when there is enough to do (tree walking is CPU-bound Python)."""
     if workers <= 1 or len(todo) < PARALLEL_MIN_FILES:
         return [_extract_one(job) for job in todo]
@@ -128,8 +146,8 @@ def _extract_all(todo: list[tuple[str, str, bytes, str]], workers: int) -> list[
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         answers = pool.map(_extract_encoded, todo, chunksize=16)
         return [
-            (decode_facts(rel, extractors[suffix][0], errors, document), document)
-            for (rel, suffix, _, _), (errors, document) in zip(todo, answers, strict=True)
+            answer if isinstance(answer, str) else (decode_facts(rel, extractors[suffix][0], *answer), answer[1])
+            for (rel, suffix, _, _), answer in zip(todo, answers, strict=True)
         ]
 
 
@@ -197,7 +215,14 @@ def index_tree(
             (report.changed if old is not None else report.added).append(rel)
             todo.append((rel, full.suffix, data, digest))
         batch: list[tuple[FileRecord, FileFacts, str]] = []
-        for (rel, suffix, data, digest), (facts, document) in zip(todo, _extract_all(todo, workers), strict=True):
+        for (rel, suffix, data, digest), extracted in zip(todo, _extract_all(todo, workers), strict=True):
+            if isinstance(extracted, str):
+                # Left out like a file too large: a version indexed before is removed with its symbols.
+                report.skipped.append(Skipped(rel, extracted))
+                seen.discard(rel)
+                (report.changed if rel in stored else report.added).remove(rel)
+                continue
+            facts, document = extracted
             report.lines_parsed += data.count(b"\n") + 1
             if facts.parse_errors:
                 report.parse_errors[rel] = facts.parse_errors
