@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from memhub.knowledge.codegraph.remote import allowlist_entry
 from memhub.llm.client import LLMConfig
 from memhub.pipeline.config import PipelineConfig
 from memhub.retrieval.embed import EmbeddingConfig
@@ -157,13 +158,26 @@ class Settings(BaseSettings):
     code_graph_git_timeout_seconds: float = Field(
         600, gt=0, le=86_400, validation_alias=_names("MEMHUB_CODE_GRAPH_GIT_TIMEOUT_SECONDS")
     )
+    # ssh://, git:// and scp-style (host:path) repository URLs; off: they use the server's SSH identity.
+    code_graph_allow_ssh: bool = Field(False, validation_alias=_names("MEMHUB_CODE_GRAPH_ALLOW_SSH"))
+    # Hosts, addresses or CIDRs a repository URL may reach although they are not public (an internal forge).
+    code_graph_host_allowlist: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias=_names("MEMHUB_CODE_GRAPH_HOST_ALLOWLIST")
+    )
 
-    @field_validator("cors_origins", "wiki_source_roots", "code_source_roots", mode="before")
+    @field_validator(
+        "cors_origins", "wiki_source_roots", "code_source_roots", "code_graph_host_allowlist", mode="before"
+    )
     @classmethod
     def _split_list(cls, value: object) -> object:
         if isinstance(value, str):
             return [o.strip() for o in value.split(",") if o.strip()]
         return value
+
+    @field_validator("code_graph_host_allowlist", mode="after")
+    @classmethod
+    def _allowlist(cls, value: list[str]) -> list[str]:
+        return [allowlist_entry(entry) for entry in value]
 
     @field_validator("knowledge_public_url", mode="after")
     @classmethod
@@ -183,7 +197,14 @@ class Settings(BaseSettings):
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}/v3"
 
-    @field_validator("strict_isolation", "insecure_no_auth", "pipeline_enabled", "pipeline_warmup", mode="before")
+    @field_validator(
+        "strict_isolation",
+        "insecure_no_auth",
+        "pipeline_enabled",
+        "pipeline_warmup",
+        "code_graph_allow_ssh",
+        mode="before",
+    )
     @classmethod
     def _truthy(cls, value: object) -> object:
         # The original accepts 1/true/on/yes; anything else (including "") means off.

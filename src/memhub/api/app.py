@@ -42,6 +42,7 @@ from memhub.api.routes.wiki import ROUTES as WIKI_ROUTES
 from memhub.context import ContextComposer
 from memhub.errors import HttpStatusError, MemhubError
 from memhub.gateway_key import GatewayKey
+from memhub.knowledge.codegraph.remote import RemotePolicy
 from memhub.knowledge.codegraph.service import CodeGraphConfig
 from memhub.knowledge.services import KnowledgeServices
 from memhub.knowledge.wiki.service import WikiConfig
@@ -124,6 +125,7 @@ def create_app(
         source_roots=tuple(p.resolve() for p in settings.code_source_roots),
         build_workers=settings.code_graph_build_workers,
         git_timeout=settings.code_graph_git_timeout_seconds,
+        remotes=RemotePolicy(settings.code_graph_allow_ssh, tuple(settings.code_graph_host_allowlist)),
     )
     knowledge = KnowledgeServices.over(
         store.meta,

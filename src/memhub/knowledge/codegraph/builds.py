@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memhub.errors import MemhubError
 from memhub.knowledge.codegraph import git
 from memhub.knowledge.codegraph.indexer import IndexReport, index_tree
 from memhub.knowledge.codegraph.readers import GraphReaders
+from memhub.knowledge.codegraph.remote import Remote, RemotePolicy, Unresolvable
 from memhub.knowledge.codegraph.storage import CodeGraphFiles
 from memhub.knowledge.lifecycle import BUSY_STATUSES, SYNC_ERROR_MAX, BuildPool, mark_queued, set_if_current
 from memhub.meta.clock import now_iso
@@ -142,6 +144,7 @@ class CodeGraphBuilds:
     source_allowed: Callable[[Path], bool]
     workers: int = 1
     git_timeout: float = 600.0
+    remotes: RemotePolicy = field(default_factory=RemotePolicy)
     pool: BuildPool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -200,17 +203,31 @@ class CodeGraphBuilds:
                 raise BuildFailed(f"source_path: {tree} is not a directory any more")
             local = git.working_tree(tree, timeout=self.git_timeout)
             return tree, local.commit, local
-        url = git.check_repo_url(row["repo_url"])
-        if url.local_path is not None and not self.source_allowed(url.local_path):
-            raise BuildFailed("repo_url: no longer under an allowed source root (MEMHUB_CODE_SOURCE_ROOTS changed)")
         checkout = self.files.checkout_dir(job.service_id, job.code_graph_id)
-        if git.is_clone(checkout):
+        fetching = git.is_clone(checkout)
+        remote = self._remote(row["repo_url"], "fetch" if fetching else "clone")
+        allow_ssh = self.remotes.allow_ssh
+        if fetching:
             self._set(job, {"internal_status": "fetching"})
-            git.update(checkout, row["branch"], timeout=self.git_timeout)
+            git.update(checkout, remote, row["branch"], timeout=self.git_timeout, allow_ssh=allow_ssh)
         else:
             self._set(job, {"internal_status": "cloning"})
-            git.clone(url.url, row["branch"], checkout, timeout=self.git_timeout)
+            git.clone(remote, row["branch"], checkout, timeout=self.git_timeout, allow_ssh=allow_ssh)
         return checkout, git.head_commit(checkout, timeout=self.git_timeout), None
+
+    def _remote(self, repo_url: str, action: str) -> Remote:
+        """The URL checked again, as at create (the settings or the host's addresses may have changed since);
+        its addresses are the ones git connects to."""
+        failed = f"git {action} failed: the repository could not be fetched"
+        try:
+            remote = self.remotes.check(repo_url)
+        except Unresolvable:
+            raise BuildFailed(f"{failed} (unreachable)") from None
+        except MemhubError as exc:
+            raise BuildFailed(f"{failed} (refused by policy: {exc.message})") from None
+        if remote.local_path is not None and not self.source_allowed(remote.local_path):
+            raise BuildFailed("repo_url: no longer under an allowed source root (MEMHUB_CODE_SOURCE_ROOTS changed)")
+        return remote
 
     def _set(self, job: BuildJob, changes: Row) -> Row | None:
         """Update the graph if it still exists and no newer build was queued; the row after, or None."""

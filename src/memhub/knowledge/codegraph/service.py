@@ -31,6 +31,7 @@ from memhub.knowledge.codegraph.builds import (
     summary_of,
 )
 from memhub.knowledge.codegraph.readers import GraphReaders
+from memhub.knowledge.codegraph.remote import Remote, RemotePolicy
 from memhub.knowledge.codegraph.storage import CodeGraphFiles
 from memhub.knowledge.lifecycle import BUSY_STATUSES, busy, stale
 from memhub.knowledge.source_roots import local_source_dir, under_roots
@@ -101,6 +102,7 @@ class CodeGraphConfig:
     source_roots: tuple[Path, ...] = ()
     build_workers: int = 1
     git_timeout: float = 600.0
+    remotes: RemotePolicy = field(default_factory=RemotePolicy)
 
 
 @dataclass
@@ -124,6 +126,7 @@ class CodeGraphService:
             self._allowed,
             self.config.build_workers,
             self.config.git_timeout,
+            self.config.remotes,
         )
 
     # -- rows, views and access ------------------------------------------------------------------
@@ -176,14 +179,15 @@ class CodeGraphService:
     def _local_source(self, source_path: str) -> str:
         return local_source_dir(source_path, self.config.source_roots, ROOTS_SETTING)
 
-    def _git_source(self, repo_url: str) -> str:
-        url = git.check_repo_url(repo_url)
+    def _git_source(self, repo_url: str) -> Remote:
+        """The URL read and its transport checked (no lookup yet: `check_host` resolves it)."""
+        remote = self.config.remotes.parse(repo_url)
         # A file:// URL reads this server's disk: the same roots as a source_path apply.
-        if url.local_path is not None and not self._allowed(url.local_path):
+        if remote.local_path is not None and not self._allowed(remote.local_path):
             raise Forbidden(
                 f"repo_url: a file:// repository must be under an allowed source root (set {ROOTS_SETTING})"
             )
-        return url.url
+        return remote
 
     def source_root(self, service_id: str, row: Row) -> Path:
         """The tree the graph was indexed from (source excerpts are read from it)."""
@@ -209,8 +213,11 @@ class CodeGraphService:
             path, url, branch = self._local_source(source_path), None, None
             same: dict[str, Any] = {"team_id": team_id, "source_path": path}
         else:
-            path, url = None, self._git_source(repo_url)
+            remote = self._git_source(repo_url)
             branch = git.check_branch(fields.get("branch") or DEFAULT_BRANCH)
+            if remote.local_path is None:
+                self.config.remotes.check(repo_url)  # resolved last: every cheaper rule is checked first
+            path, url = None, remote.url
             same = {"team_id": team_id, "repo_url": url, "branch": branch}
         name = fields.get("repo_name") or (_repo_name(url) if url else PurePosixPath(str(path)).name or str(path))
         with self.store.writing(caller.service_id) as w:
