@@ -148,12 +148,23 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias=_names("MEMHUB_WIKI_SOURCE_ROOTS")
     )
     wiki_build_workers: int = Field(1, ge=1, le=16, validation_alias=_names("MEMHUB_WIKI_BUILD_WORKERS"))
+    # A wiki or code-graph build running longer than this fails and its worker moves on.
+    wiki_build_timeout_seconds: float = Field(
+        1800, gt=0, le=86_400, validation_alias=_names("MEMHUB_WIKI_BUILD_TIMEOUT_SECONDS")
+    )
+    # Builds one tenant (service id) may have waiting in each build queue; one more is refused with 429.
+    knowledge_build_queue_per_tenant: int = Field(
+        20, ge=1, le=10_000, validation_alias=_names("MEMHUB_KNOWLEDGE_BUILD_QUEUE_PER_TENANT")
+    )
     # Local directories (or git working trees, or bare repositories for file:// URLs) a code graph may
     # index; none by default, so no user can have the server read its own disk.
     code_source_roots: Annotated[list[Path], NoDecode] = Field(
         default_factory=list, validation_alias=_names("MEMHUB_CODE_SOURCE_ROOTS")
     )
     code_graph_build_workers: int = Field(1, ge=1, le=16, validation_alias=_names("MEMHUB_CODE_GRAPH_BUILD_WORKERS"))
+    code_graph_build_timeout_seconds: float = Field(
+        1800, gt=0, le=86_400, validation_alias=_names("MEMHUB_CODE_GRAPH_BUILD_TIMEOUT_SECONDS")
+    )
     # One git command (clone, fetch) of a code-graph build gives up after this long.
     code_graph_git_timeout_seconds: float = Field(
         600, gt=0, le=86_400, validation_alias=_names("MEMHUB_CODE_GRAPH_GIT_TIMEOUT_SECONDS")

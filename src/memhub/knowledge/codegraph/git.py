@@ -157,7 +157,9 @@ def run_git(
         raise GitFailed(f"{what} (timed out after {timeout:g} s)") from None
     if process.returncode != 0:
         where = public_remote(remote.url) if remote is not None else str(cwd)
-        log.warning("git %s failed for %s (exit %s): %s", action, where, process.returncode, stderr.strip())
+        # A local command failing is expected (a source directory that is not a git working tree).
+        level = logging.WARNING if fetching else logging.DEBUG
+        log.log(level, "git %s failed for %s (exit %s): %s", action, where, process.returncode, stderr.strip())
         raise GitFailed(f"{what} ({_category(stderr)})")
     return stdout
 
