@@ -87,7 +87,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+    # Closing the server waits for the requests it is still answering: nothing outlives the test.
+    daemon_threads = False
+    block_on_close = True
 
     def __init__(self, answer: Answer) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)

@@ -72,6 +72,9 @@ _CATEGORIES = (
 )
 
 
+_QUOTED = re.compile(r"'[^']*'")
+
+
 class GitFailed(Exception):
     """A git command failed or timed out; the message is the short, safe text for `sync_error`."""
 
@@ -118,11 +121,17 @@ def _pinned(remote: Remote | None) -> list[str]:
 
 
 def _category(stderr: str) -> str:
-    lines = [line.lower() for line in stderr.splitlines() if line.strip() and not line.startswith("remote:")]
+    """What went wrong, read from git's own lines only: not the server's `remote:` lines, and not the quoted
+    URLs and paths git echoes (a repository named `redirect` is no redirect)."""
+    lines = [
+        _QUOTED.sub("''", line.lower())
+        for line in stderr.splitlines()
+        if line.strip() and not line.startswith("remote:")
+    ]
     for pattern, category in _CATEGORIES:
         if any(pattern.search(line) for line in lines):
             return category
-    return "failed"
+    return "see the server log"
 
 
 def run_git(
