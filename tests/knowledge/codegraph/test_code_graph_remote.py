@@ -64,6 +64,7 @@ SSH_OFF = "URLs are off on this server: they would use the server's SSH identity
         ("http://127.0.0.1#@github.com/a/b", "repo_url: must not hold a query, a fragment or a backslash"),
         ("https://bot:tok@github.com/a/b", "repo_url: must not carry credentials …"),
         ("http://%31%32%37.0.0.1/shop.git", "repo_url: must name a host …"),
+        ("http://localhost./shop.git", "repo_url: must name a host …"),
     ],
 )
 def test_refused_repo_urls_are_400_naming_the_rule_and_write_nothing(cg: CodeGraphHttp, url: str, message: str) -> None:

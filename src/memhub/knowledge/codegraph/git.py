@@ -17,6 +17,7 @@ connection details of hosts the server can reach, so it goes to the server log o
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import re
@@ -114,10 +115,18 @@ def _environment(remote: Remote | None, allow_ssh: bool) -> dict[str, str]:
 
 def _pinned(remote: Remote | None) -> list[str]:
     """`-c http.curloptResolve=host:port:addresses`: curl connects to the addresses the URL check accepted."""
-    if remote is None or remote.scheme not in ("https", "http") or not remote.addresses:
-        return []
+    if remote is None or remote.scheme not in ("https", "http") or not remote.addresses or _is_address(remote.host):
+        return []  # an address written in the URL is the address connected to
     addresses = ",".join(f"[{a}]" if ":" in a else a for a in remote.addresses)
     return ["-c", f"http.curloptResolve={remote.host}:{remote.port}:{addresses}"]
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _category(stderr: str) -> str:

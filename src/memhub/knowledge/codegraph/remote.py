@@ -37,7 +37,8 @@ ALLOWLIST_SETTING = "MEMHUB_CODE_GRAPH_HOST_ALLOWLIST"
 WEB_SCHEMES = ("https", "http")
 SSH_SCHEMES = ("ssh", "git")  # with the scp form: only when the operator allows them
 DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
-_HOST = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?)"
+# A host name as written in DNS (no trailing dot: git would then connect by a name the pinned one does not match).
+_HOST = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*)"
 # host[:port], an optional login before it (ssh only); an IPv6 address in brackets.
 _NETLOC = re.compile(rf"^(?:(?P<user>[A-Za-z0-9._-]+)@)?(?P<host>{_HOST}|\[[0-9A-Fa-f:.]+\])(?::(?P<port>\d{{1,5}}))?$")
 # `user@host:path` (scp form); a `::` would be git's `<transport>::<address>` syntax.
@@ -89,7 +90,7 @@ class RemotePolicy:
                     "a local directory goes in source_path)"
                 )
             self._ssh_allowed("scp-style (host:path)")
-            return Remote(url, "ssh", scp["host"].rstrip(".").lower(), DEFAULT_PORTS["ssh"])
+            return Remote(url, "ssh", scp["host"].lower(), DEFAULT_PORTS["ssh"])
         try:
             parts = urlsplit(url)
         except ValueError:
@@ -115,7 +116,7 @@ class RemotePolicy:
         port = int(netloc["port"]) if netloc["port"] else DEFAULT_PORTS[scheme]
         if not 0 < port < 65536:
             raise _refused("port must be 1-65535")
-        host = netloc["host"].strip("[]").rstrip(".").lower()
+        host = netloc["host"].strip("[]").lower()
         return Remote(urlunsplit((scheme, parts.netloc, parts.path, "", "")), scheme, host, port)
 
     def check(self, value: str) -> Remote:
