@@ -107,10 +107,6 @@ class BuildQueue:
         self._workers: list[threading.Thread] = []
         self._closed = False
 
-    @property
-    def time_limit(self) -> float:
-        return self.limits.time_limit
-
     @contextmanager
     def reserve(self, tenant: str) -> Iterator[Reservation]:
         """A place for one more build of `tenant`, or 429 when it already has `per_tenant` waiting."""

@@ -36,7 +36,7 @@ BRANCH_MAX = 255
 COMMIT_CHARS = 12
 _BRANCH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._/+-]*$")
 _HEX = re.compile(r"^[0-9a-f]{40,64}$")
-# Every git command: nothing but the transports `_transports` allows, no redirects, no credential helper, no
+# Every git command: no transport but the one GIT_ALLOW_PROTOCOL names, no redirects, no credential helper, no
 # pager, no hooks or filesystem monitor of a repository's own config, no advice in the error text.
 _GIT = (
     "git",
@@ -95,19 +95,12 @@ def check_branch(value: str) -> str:
     return branch
 
 
-def _transports(remote: Remote | None) -> str:
-    """The protocols one command may use: the remote's own, none for local commands."""
-    if remote is None:
-        return ""
-    return {"https": "https", "http": "http", "ssh": "ssh", "git": "git", "file": "file"}[remote.scheme]
-
-
 def _environment(remote: Remote | None, allow_ssh: bool) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") and k != "SSH_ASKPASS"}
     env["GIT_CONFIG_NOSYSTEM"] = "1"
     env["GIT_CONFIG_GLOBAL"] = os.devnull
     env["GIT_TERMINAL_PROMPT"] = "0"  # a repository that needs a password fails instead of waiting for one
-    env["GIT_ALLOW_PROTOCOL"] = _transports(remote)
+    env["GIT_ALLOW_PROTOCOL"] = remote.scheme if remote is not None else ""  # its own transport; none for local
     env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes" if allow_ssh else "false"
     env["LC_ALL"] = "C"  # error text in English, matched by _CATEGORIES
     return env
