@@ -70,6 +70,11 @@ class Unprocessable(MemhubError):
     default_message = "Unprocessable request"
 
 
+class TooManyRequests(MemhubError):
+    code = 429
+    default_message = "Too many requests"
+
+
 class ServiceUnavailable(MemhubError):
     code = 503
     default_message = "Service unavailable"

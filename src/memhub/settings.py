@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from memhub.knowledge.codegraph.remote import allowlist_entry
 from memhub.llm.client import LLMConfig
 from memhub.meta.origins import KnowledgeOrigins, origin_of, parse_allowlist_entry
 from memhub.pipeline.config import PipelineConfig
@@ -153,23 +154,52 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias=_names("MEMHUB_WIKI_SOURCE_ROOTS")
     )
     wiki_build_workers: int = Field(1, ge=1, le=16, validation_alias=_names("MEMHUB_WIKI_BUILD_WORKERS"))
+    # A wiki or code-graph build running longer than this fails and its worker moves on.
+    wiki_build_timeout_seconds: float = Field(
+        1800, gt=0, le=86_400, validation_alias=_names("MEMHUB_WIKI_BUILD_TIMEOUT_SECONDS")
+    )
+    # Builds one tenant (service id) may have waiting in each build queue; one more is refused with 429.
+    knowledge_build_queue_per_tenant: int = Field(
+        20, ge=1, le=10_000, validation_alias=_names("MEMHUB_KNOWLEDGE_BUILD_QUEUE_PER_TENANT")
+    )
     # Local directories (or git working trees, or bare repositories for file:// URLs) a code graph may
     # index; none by default, so no user can have the server read its own disk.
     code_source_roots: Annotated[list[Path], NoDecode] = Field(
         default_factory=list, validation_alias=_names("MEMHUB_CODE_SOURCE_ROOTS")
     )
     code_graph_build_workers: int = Field(1, ge=1, le=16, validation_alias=_names("MEMHUB_CODE_GRAPH_BUILD_WORKERS"))
+    code_graph_build_timeout_seconds: float = Field(
+        1800, gt=0, le=86_400, validation_alias=_names("MEMHUB_CODE_GRAPH_BUILD_TIMEOUT_SECONDS")
+    )
     # One git command (clone, fetch) of a code-graph build gives up after this long.
     code_graph_git_timeout_seconds: float = Field(
         600, gt=0, le=86_400, validation_alias=_names("MEMHUB_CODE_GRAPH_GIT_TIMEOUT_SECONDS")
     )
+    # ssh://, git:// and scp-style (host:path) repository URLs; off: they use the server's SSH identity.
+    code_graph_allow_ssh: bool = Field(False, validation_alias=_names("MEMHUB_CODE_GRAPH_ALLOW_SSH"))
+    # Hosts, addresses or CIDRs a repository URL may reach although they are not public (an internal forge).
+    code_graph_host_allowlist: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias=_names("MEMHUB_CODE_GRAPH_HOST_ALLOWLIST")
+    )
 
-    @field_validator("cors_origins", "wiki_source_roots", "code_source_roots", "knowledge_url_allowlist", mode="before")
+    @field_validator(
+        "cors_origins",
+        "wiki_source_roots",
+        "code_source_roots",
+        "knowledge_url_allowlist",
+        "code_graph_host_allowlist",
+        mode="before",
+    )
     @classmethod
     def _split_list(cls, value: object) -> object:
         if isinstance(value, str):
             return [o.strip() for o in value.split(",") if o.strip()]
         return value
+
+    @field_validator("code_graph_host_allowlist", mode="after")
+    @classmethod
+    def _code_graph_hosts(cls, value: list[str]) -> list[str]:
+        return [allowlist_entry(entry) for entry in value]
 
     @field_validator("knowledge_public_url", mode="after")
     @classmethod
@@ -185,7 +215,7 @@ class Settings(BaseSettings):
 
     @field_validator("knowledge_url_allowlist", mode="after")
     @classmethod
-    def _allowlist(cls, value: list[str]) -> list[str]:
+    def _knowledge_origins(cls, value: list[str]) -> list[str]:
         for entry in value:
             parse_allowlist_entry(entry)
         return value
@@ -202,7 +232,14 @@ class Settings(BaseSettings):
         """The origins a knowledge service_url may use: this server's public URL and the allow-list."""
         return KnowledgeOrigins.of(self.knowledge_url(), self.knowledge_url_allowlist)
 
-    @field_validator("strict_isolation", "insecure_no_auth", "pipeline_enabled", "pipeline_warmup", mode="before")
+    @field_validator(
+        "strict_isolation",
+        "insecure_no_auth",
+        "pipeline_enabled",
+        "pipeline_warmup",
+        "code_graph_allow_ssh",
+        mode="before",
+    )
     @classmethod
     def _truthy(cls, value: object) -> object:
         # The original accepts 1/true/on/yes; anything else (including "") means off.

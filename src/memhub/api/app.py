@@ -42,6 +42,8 @@ from memhub.api.routes.wiki import ROUTES as WIKI_ROUTES
 from memhub.context import ContextComposer
 from memhub.errors import HttpStatusError, MemhubError
 from memhub.gateway_key import GatewayKey
+from memhub.knowledge.build_queue import QueueLimits
+from memhub.knowledge.codegraph.remote import RemotePolicy
 from memhub.knowledge.codegraph.service import CodeGraphConfig
 from memhub.knowledge.services import KnowledgeServices
 from memhub.knowledge.wiki.service import WikiConfig
@@ -118,15 +120,26 @@ def create_app(
         files_root=settings.data_dir / "knowledge",
         public_url=settings.knowledge_url(),
         source_roots=tuple(p.resolve() for p in settings.wiki_source_roots),
-        build_workers=settings.wiki_build_workers,
+        builds=QueueLimits(
+            settings.wiki_build_workers,
+            settings.wiki_build_timeout_seconds,
+            settings.knowledge_build_queue_per_tenant,
+            "MEMHUB_WIKI_BUILD_TIMEOUT_SECONDS",
+        ),
         llm=settings.llm_config(),
     )
     code_graph_config = CodeGraphConfig(
         files_root=settings.data_dir / "knowledge",
         public_url=settings.knowledge_url(),
         source_roots=tuple(p.resolve() for p in settings.code_source_roots),
-        build_workers=settings.code_graph_build_workers,
+        builds=QueueLimits(
+            settings.code_graph_build_workers,
+            settings.code_graph_build_timeout_seconds,
+            settings.knowledge_build_queue_per_tenant,
+            "MEMHUB_CODE_GRAPH_BUILD_TIMEOUT_SECONDS",
+        ),
         git_timeout=settings.code_graph_git_timeout_seconds,
+        remotes=RemotePolicy(settings.code_graph_allow_ssh, tuple(settings.code_graph_host_allowlist)),
     )
     knowledge = KnowledgeServices.over(
         store.meta,

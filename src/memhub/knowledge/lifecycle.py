@@ -1,4 +1,5 @@
-"""What wiki and code-graph builds share: the status rules, the build pool, and the `build_seq` guard.
+"""What wiki and code-graph builds share: the status rules and the `build_seq` guard (their queue is
+`build_queue.py`).
 
 A resource is `pending` while a build is queued and `processing` while one runs; the build that was
 queued last owns the resource (its `build_seq`), so a build superseded by a newer one or by a delete
@@ -7,10 +8,6 @@ makes a newer one current.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
 
 from memhub.errors import Conflict
 from memhub.meta.clock import now_iso
@@ -53,33 +50,13 @@ def set_if_current(
         return w.get(kind, resource_id)
 
 
-class BuildPool:
-    """Background threads for builds, started on first use; closing keeps queued builds for `resume`."""
-
-    def __init__(self, workers: int, name: str) -> None:
-        self.workers = workers
-        self.name = name
-        self._executor: ThreadPoolExecutor | None = None
-        self._futures: set[Future[Any]] = set()
-        self._closed = False
-
-    def submit(self, run: Callable[[Any], Any], job: Any) -> None:
-        """Run `run(job)` in the background (call it after the transaction that queued the job commits)."""
-        if self._closed:
-            return  # shutting down: the row stays `pending` and is resumed at the next start
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix=self.name)
-        future = self._executor.submit(run, job)
-        self._futures.add(future)
-        future.add_done_callback(self._futures.discard)
-
-    def wait_idle(self, timeout: float = 60.0) -> None:
-        """Block until queued builds are done (tests, shutdown)."""
-        for future in list(self._futures):
-            future.result(timeout=timeout)
-
-    def close(self) -> None:
-        """Finish the running build; queued ones stay `pending` and resume at the next start."""
-        self._closed = True
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
+def fail_if_busy(store: MetaStore, kind: MetaKind, service_id: str, resource_id: str, seq: int, reason: str) -> bool:
+    """Mark the resource `failed` with `reason` if build `seq` is still its current one and has not finished
+    (a build that just committed stays `ready`); whether it did."""
+    with store.writing(service_id) as w:
+        row = w.get(kind, resource_id)
+        if row is None or row["build_seq"] != seq or row["status"] not in BUSY_STATUSES:
+            return False
+        changes = {"status": "failed", "internal_status": None, "sync_error": reason[:SYNC_ERROR_MAX]}
+        w.update(kind, resource_id, {**changes, "updated_at": now_iso()})
+        return True

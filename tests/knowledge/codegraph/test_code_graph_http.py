@@ -25,7 +25,7 @@ from memhub.gateway_key import ensure_gateway_key
 from memhub.settings import Settings
 from memhub.store.meta import MetaKind
 from memhub.store.sqlite import SQLiteStore
-from tests.conftest import GATEWAY_KEY, build_gateway
+from tests.conftest import GATEWAY_KEY
 from tests.knowledge.codegraph.code_graph_http_kit import (
     CODE_GRAPH_ID,
     CODE_GRAPH_TOOLS,
@@ -52,50 +52,6 @@ LOG_CALLERS = {
     "shop.payments.service.checkout.audit@shop/payments/service.py:22",
     "shop.util.timed.wrapper@shop/util.py:18",
 }
-
-
-@pytest.fixture
-def roots(tmp_path: Path) -> Path:
-    """The allowed source root (MEMHUB_CODE_SOURCE_ROOTS) of every gateway made by `make_cg`."""
-    root = tmp_path / "sources"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
-def make_cg(tmp_path: Path, roots: Path) -> Iterator[Callable[..., CodeGraphHttp]]:
-    """`make_cg(**settings)`: a gateway of its own with `roots` allowed; builds are waited for before it closes."""
-    made: list[CodeGraphHttp] = []
-
-    def make(**settings: Any) -> CodeGraphHttp:
-        settings.setdefault("code_source_roots", [roots])
-        api = CodeGraphHttp(build_gateway(tmp_path / f"data{len(made)}", **settings))
-        made.append(api)
-        return api
-
-    yield make
-    for api in made:
-        api.wait()
-        api.gw.client.app.state.knowledge.close()  # type: ignore[attr-defined]
-        api.gw.close()
-
-
-@pytest.fixture
-def cg(make_cg: Callable[..., CodeGraphHttp]) -> CodeGraphHttp:
-    """The default gateway: gateway key, service svc-a, `roots` allowed."""
-    return make_cg()
-
-
-@pytest.fixture
-def project(roots: Path) -> Path:
-    """A copy of the pyproj fixture under the allowed root."""
-    return copy_pyproj(roots)
-
-
-@pytest.fixture
-def repo(roots: Path) -> GitRepo:
-    """The pyproj fixture committed on `main` in a bare repository under the allowed root."""
-    return GitRepo.make(roots / "git")
 
 
 @pytest.fixture
@@ -225,7 +181,7 @@ def test_without_source_roots_local_sources_are_403_naming_the_setting(
 def test_a_branch_that_does_not_exist_fails_the_build_with_the_git_error(cg: CodeGraphHttp, repo: GitRepo) -> None:
     detail = cg.create(repo_url=repo.url, branch="nope")
     assert (detail["status"], detail["version"], detail["stats"], detail["report"]) == ("failed", "0", None, None)
-    assert "Remote branch nope not found" in detail["sync_error"]
+    assert detail["sync_error"] == "git clone failed: the repository could not be fetched (branch not found)"
     assert not cg.code_graphs.files.checkout_dir(SERVICE, detail["code_graph_id"]).exists()
     answer = cg.tool(detail["code_graph_id"], "callers", {"symbol": "log"})
     assert answer["isError"] is True and answer["status"] == "failed"

@@ -1,13 +1,14 @@
 """Code-graph builds: the queue that runs them in the background, and the blue/green switch that ends each.
 
 A build is queued in the transaction that asks for it (the graph becomes `pending` with a new
-`build_seq`) and runs on a small thread pool (`processing`, with the step in `internal_status`:
+`build_seq`) and runs from the shared build queue (`memhub.knowledge.build_queue`: fair across tenants,
+bounded per tenant, each build time-limited) as `processing`, with the step in `internal_status`:
 `cloning` or `fetching` for a git source, then `indexing`). It indexes the source tree into a new
 generation database, starting from the previous generation's file so only changed files are parsed
 again. Then one transaction points the graph at it, marks it `ready` and registers it in the knowledge
 registry, so a ready graph is always offered to agents. Until then, and after a failed build, queries
 keep using the last good generation. A build only touches the graph while its `build_seq` is still
-the graph's: a newer build or a delete supersedes it, and its files are discarded.
+the graph's: a newer build, a delete or the build's time limit supersedes it, and its files are discarded.
 
 Queued builds are not kept anywhere but in the rows: a process that stops leaves them `pending` or
 `processing`, and `resume` queues them again at the next start.
@@ -18,15 +19,20 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memhub.errors import MemhubError
+from memhub.knowledge.build_queue import BuildQueue, BuildStopped, Deadline, QueueLimits, Reservation
 from memhub.knowledge.codegraph import git
 from memhub.knowledge.codegraph.indexer import IndexReport, index_tree
 from memhub.knowledge.codegraph.readers import GraphReaders
+from memhub.knowledge.codegraph.remote import Remote, RemotePolicy, Unresolvable
 from memhub.knowledge.codegraph.storage import CodeGraphFiles
-from memhub.knowledge.lifecycle import BUSY_STATUSES, SYNC_ERROR_MAX, BuildPool, mark_queued, set_if_current
+from memhub.knowledge.lifecycle import BUSY_STATUSES, SYNC_ERROR_MAX, fail_if_busy, mark_queued, set_if_current
 from memhub.meta.clock import now_iso
 from memhub.meta.knowledge import register
 from memhub.store.meta import MetaKind, MetaStore, MetaWriter, Row
@@ -140,29 +146,45 @@ class CodeGraphBuilds:
     public_url: str
     # Whether a local path lies under the allowed source roots; a build checks again, as they may have changed.
     source_allowed: Callable[[Path], bool]
-    workers: int = 1
     git_timeout: float = 600.0
-    pool: BuildPool = field(init=False)
+    remotes: RemotePolicy = field(default_factory=RemotePolicy)
+    limits: QueueLimits = field(default_factory=QueueLimits)
+    pool: BuildQueue = field(init=False)
 
     def __post_init__(self) -> None:
-        self.pool = BuildPool(self.workers, "code-graph-build")
+        self.pool = BuildQueue("code-graph builds", self.limits)
+
+    def reserve(self, service_id: str) -> AbstractContextManager[Reservation]:
+        """A place in the tenant's build line, taken before anything is written (429 when its line is full)."""
+        return self.pool.reserve(service_id)
 
     def queue(self, w: MetaWriter, row: Row) -> BuildJob:
         """Mark the graph `pending` under a new `build_seq` (in the caller's transaction); the job to submit."""
         return BuildJob(w.service_id, row["code_graph_id"], mark_queued(w, MetaKind.CODE_GRAPH, row))
 
-    def submit(self, job: BuildJob) -> None:
-        """Run the build in the background (call it after the transaction that queued it commits)."""
-        self.pool.submit(self.run, job)
+    def submit(self, job: BuildJob, place: Reservation | None = None) -> Future[BuildReport | None]:
+        """Run the build in the background, in its `reserve`d place (call it after the transaction that queued
+        it commits); the future of its report (None when it failed)."""
 
-    def run(self, job: BuildJob) -> BuildReport | None:
-        """Run one build; never raises (a failure is recorded on the graph)."""
-        row = self._set(job, {"status": "processing", "internal_status": None})
+        def run(deadline: Deadline) -> BuildReport | None:
+            return self.run(job, deadline)
+
+        def timed_out(limit: float) -> None:
+            self._timed_out(job, limit)
+
+        if place is None:
+            return self.pool.submit(job.service_id, run, timed_out)
+        return place.submit(run, timed_out)
+
+    def run(self, job: BuildJob, deadline: Deadline) -> BuildReport | None:
+        """Run one build; never raises (a failure is recorded on the graph). Past its deadline it stops at the
+        next step, and what it made is discarded."""
+        row = self._set(job, {"status": "processing", "internal_status": None}, deadline)
         if row is None:
             return None
         try:
-            tree, commit, local = self._source_tree(job, row)
-            if self._set(job, {"internal_status": "indexing"}) is None:
+            tree, commit, local = self._source_tree(job, row, deadline)
+            if self._set(job, {"internal_status": "indexing"}, deadline) is None:
                 self._discard(job)  # deleted or superseded while fetching: the index would be thrown away
                 return None
             target = self.files.generation_db(job.service_id, job.code_graph_id, job.seq)
@@ -173,22 +195,28 @@ class CodeGraphBuilds:
                 else None
             )
             meta = {"commit": commit, "branch": local.branch if local else row["branch"]}
-            report = index_tree(tree, target, previous if previous and previous.is_file() else None, meta=meta)
+            previous = previous if previous and previous.is_file() else None
+            report = index_tree(tree, target, previous, meta=meta, stop=deadline.stopped)
         except (BuildFailed, git.GitFailed) as exc:
-            self._fail(job, str(exc))
+            self._fail(job, str(exc), deadline)
+            return None
+        except BuildStopped:
+            self._discard(job)  # the time limit passed: the failure is already recorded
             return None
         except Exception as exc:  # a bug or a disk error must end as `failed`, not as a graph stuck in processing
             log.exception("code graph build %s/%s failed", job.service_id, job.code_graph_id)
-            self._fail(job, f"build failed: {type(exc).__name__}: {exc}")
+            self._fail(job, f"build failed: {type(exc).__name__}: {exc}", deadline)
             return None
         built = BuildReport(report, commit)
-        if not self._commit(job, built, local):
+        if not self._commit(job, built, local, deadline):
             self._discard(job)
             return None
         self.files.prune_generations(job.service_id, job.code_graph_id, keep=job.seq)
         return built
 
-    def _source_tree(self, job: BuildJob, row: Row) -> tuple[Path, str | None, git.WorkingTree | None]:
+    def _source_tree(
+        self, job: BuildJob, row: Row, deadline: Deadline
+    ) -> tuple[Path, str | None, git.WorkingTree | None]:
         """The tree to index (cloned or fetched first for a git source), its commit, and a local tree's git facts."""
         if row["source_path"]:
             tree = Path(row["source_path"])
@@ -200,25 +228,53 @@ class CodeGraphBuilds:
                 raise BuildFailed(f"source_path: {tree} is not a directory any more")
             local = git.working_tree(tree, timeout=self.git_timeout)
             return tree, local.commit, local
-        url = git.check_repo_url(row["repo_url"])
-        if url.local_path is not None and not self.source_allowed(url.local_path):
-            raise BuildFailed("repo_url: no longer under an allowed source root (MEMHUB_CODE_SOURCE_ROOTS changed)")
         checkout = self.files.checkout_dir(job.service_id, job.code_graph_id)
-        if git.is_clone(checkout):
-            self._set(job, {"internal_status": "fetching"})
-            git.update(checkout, row["branch"], timeout=self.git_timeout)
+        fetching = git.is_clone(checkout)
+        remote = self._remote(row["repo_url"], "fetch" if fetching else "clone")
+        allow_ssh = self.remotes.allow_ssh
+        # A git command ends at its own timeout or at the build's deadline, whichever comes first.
+        timeout = max(min(self.git_timeout, deadline.remaining()), 0.001)
+        if fetching:
+            self._set(job, {"internal_status": "fetching"}, deadline)
+            git.update(checkout, remote, row["branch"], timeout=timeout, allow_ssh=allow_ssh)
         else:
-            self._set(job, {"internal_status": "cloning"})
-            git.clone(url.url, row["branch"], checkout, timeout=self.git_timeout)
+            self._set(job, {"internal_status": "cloning"}, deadline)
+            git.clone(remote, row["branch"], checkout, timeout=timeout, allow_ssh=allow_ssh)
+        deadline.check()
         return checkout, git.head_commit(checkout, timeout=self.git_timeout), None
 
-    def _set(self, job: BuildJob, changes: Row) -> Row | None:
-        """Update the graph if it still exists and no newer build was queued; the row after, or None."""
+    def _remote(self, repo_url: str, action: str) -> Remote:
+        """The URL checked again, as at create (the settings or the host's addresses may have changed since);
+        its addresses are the ones git connects to."""
+        failed = f"git {action} failed: the repository could not be fetched"
+        try:
+            remote = self.remotes.check(repo_url)
+        except Unresolvable:
+            raise BuildFailed(f"{failed} (unreachable)") from None
+        except MemhubError as exc:
+            raise BuildFailed(f"{failed} (refused by policy: {exc.message})") from None
+        if remote.local_path is not None and not self.source_allowed(remote.local_path):
+            raise BuildFailed("repo_url: no longer under an allowed source root (MEMHUB_CODE_SOURCE_ROOTS changed)")
+        return remote
+
+    def _set(self, job: BuildJob, changes: Row, deadline: Deadline) -> Row | None:
+        """Update the graph if it still exists, no newer build was queued and this one was not stopped at its
+        time limit; the row after, or None."""
+        if deadline.stopped.is_set():
+            return None
         return set_if_current(self.store, MetaKind.CODE_GRAPH, job.service_id, job.code_graph_id, job.seq, changes)
 
-    def _fail(self, job: BuildJob, reason: str) -> None:
-        self._set(job, {"status": "failed", "internal_status": None, "sync_error": reason[:SYNC_ERROR_MAX]})
+    def _fail(self, job: BuildJob, reason: str, deadline: Deadline) -> None:
+        self._set(job, {"status": "failed", "internal_status": None, "sync_error": reason[:SYNC_ERROR_MAX]}, deadline)
         self._discard(job)
+
+    def _timed_out(self, job: BuildJob, limit: float) -> None:
+        """The queue gave the build up at its time limit: the graph fails (if the build is still its current one
+        and had not finished); the build's thread discards what it made when it notices."""
+        reason = (
+            f"build timed out after {limit:g} s (limit {self.limits.time_setting}); sync again, or index a smaller tree"
+        )
+        fail_if_busy(self.store, MetaKind.CODE_GRAPH, job.service_id, job.code_graph_id, job.seq, reason)
 
     def _discard(self, job: BuildJob) -> None:
         """Remove what a build that did not become current left on disk (everything, if the graph was deleted)."""
@@ -232,13 +288,13 @@ class CodeGraphBuilds:
             # A newer build is queued: only this build's own generation goes.
             self.files.remove_generation(job.service_id, job.code_graph_id, job.seq)
 
-    def _commit(self, job: BuildJob, built: BuildReport, local: git.WorkingTree | None) -> bool:
+    def _commit(self, job: BuildJob, built: BuildReport, local: git.WorkingTree | None, deadline: Deadline) -> bool:
         """The blue/green switch: one transaction points the graph at the new generation and registers it."""
         now = now_iso()
         with self.store.writing(job.service_id) as w:
             row = w.get(MetaKind.CODE_GRAPH, job.code_graph_id)
-            if row is None or row["build_seq"] != job.seq:
-                return False  # deleted, or superseded by a newer build, meanwhile
+            if row is None or row["build_seq"] != job.seq or deadline.stopped.is_set():
+                return False  # deleted, superseded by a newer build, or past the time limit, meanwhile
             changes: Row = {
                 "status": "ready",
                 "internal_status": None,

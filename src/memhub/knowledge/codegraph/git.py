@@ -1,15 +1,24 @@
-"""Git sources of code graphs: which repository URLs and branches are accepted, and the git commands a
-build runs (clone, fetch + reset, HEAD) — as subprocesses, with a timeout, never through a shell.
+"""The git commands a code-graph build runs (clone, fetch + reset, HEAD) — as subprocesses, with a timeout,
+never through a shell — and the branch names accepted. Which URLs may be fetched is `remote.py`'s rule.
 
-Credentials are never stored: a URL carrying them (`https://user:token@host/…`) is refused, and git
-runs with prompts off, so a private repository fails at once instead of waiting for a password. Only
-the transports a server should reach for a user are accepted (https, http, ssh, git, file and the
-scp form `git@host:org/repo.git`); git's `ext::` transport, which runs commands, is refused and also
-disabled on every command.
+Every command runs isolated from the server's own git setup and identity: the system and global git
+config are not read (no credential helper, `url.*.insteadOf` rewrite or proxy setting of the operator's
+applies), no `GIT_*` variable of the server's environment is passed on, prompts are off (a private
+repository fails at once), the credential helper is emptied, SSH runs only when the operator allowed SSH
+transports (batch mode, never a password prompt) and is `false` otherwise. Only the transports of the
+URL being fetched are allowed (`GIT_ALLOW_PROTOCOL`; `protocol.allow=never` for everything else),
+HTTP redirects are never followed, and an http(s) connection goes to the addresses the URL check
+accepted (`http.curloptResolve`), not to whatever the name resolves to by then.
+
+A failure reaches users as a short category ("git clone failed: the repository could not be fetched
+(not found)"): git's own text may quote the server's response (`remote: …` lines, error pages) or
+connection details of hosts the server can reach, so it goes to the server log only.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import os
 import re
 import shutil
@@ -17,70 +26,58 @@ import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 from memhub.errors import BadRequest
+from memhub.knowledge.codegraph.remote import Remote, public_remote
 
-SCHEMES = ("https", "http", "ssh", "git", "file")
-URL_MAX = 2048
+log = logging.getLogger("memhub.codegraph")
+
 BRANCH_MAX = 255
 COMMIT_CHARS = 12
-ERROR_LINES = 3
-# `user@host:path` (scp form); a `::` would be git's `<transport>::<address>` syntax.
-_SCP = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9.-]*:(?!:)\S+$")
 _BRANCH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._/+-]*$")
 _HEX = re.compile(r"^[0-9a-f]{40,64}$")
-# Every git command: no `ext::` transport, no pager, no advice in the error text agents read.
-_GIT = ("git", "-c", "protocol.ext.allow=never", "-c", "core.pager=cat", "-c", "advice.detachedHead=false")
+# Every git command: no transport but the one GIT_ALLOW_PROTOCOL names, no redirects, no credential helper, no
+# pager, no hooks or filesystem monitor of a repository's own config, no advice in the error text.
+_GIT = (
+    "git",
+    "-c",
+    "protocol.allow=never",
+    "-c",
+    "http.followRedirects=false",
+    "-c",
+    "credential.helper=",
+    "-c",
+    "core.askPass=",
+    "-c",
+    "core.sshCommand=false",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.pager=cat",
+    "-c",
+    "advice.detachedHead=false",
+)
+# Lines of git's own error text (not the server's `remote:` lines) → what users are told went wrong.
+_CATEGORIES = (
+    (re.compile(r"remote branch .* not found|couldn't find remote ref"), "branch not found"),
+    (re.compile(r"not found|does not appear to be a git repository|returned error: 404"), "not found"),
+    (re.compile(r"redirect|returned error: 30\d"), "redirect refused"),
+    (re.compile(r"could not read (username|password)|authentication|returned error: 40[13]"), "access denied"),
+    (re.compile(r"permission denied|host key verification"), "access denied"),
+    (re.compile(r"transport .* not allowed|unsupported protocol|protocol .* not supported"), "refused by policy"),
+    (re.compile(r"could not resolve|couldn't connect|failed to connect|connection|timed out"), "unreachable"),
+    (re.compile(r"ssl|tls|certificate"), "TLS error"),
+    (re.compile(r"returned error: 5\d\d"), "server error"),
+)
+
+
+_QUOTED = re.compile(r"'[^']*'")
 
 
 class GitFailed(Exception):
-    """A git command failed or timed out; the message is git's own error, short enough for `sync_error`."""
-
-
-@dataclass(frozen=True, slots=True)
-class RepoUrl:
-    """An accepted repository URL; `local_path` is set for `file://` URLs (checked against the source roots)."""
-
-    url: str
-    local_path: Path | None = None
-
-
-def check_repo_url(value: str) -> RepoUrl:
-    """The URL if git may fetch it for a user, or 400 naming what is wrong with it."""
-    url = value.strip().rstrip("/")
-    if not url or len(url) > URL_MAX or any(c.isspace() or ord(c) < 32 for c in url):
-        raise BadRequest(f"repo_url: must be a git URL of at most {URL_MAX} characters without spaces")
-    if url.startswith("-"):
-        raise BadRequest("repo_url: must not start with '-'")
-    if "://" not in url:
-        if not _SCP.match(url):
-            raise BadRequest(
-                "repo_url: must be an https, http, ssh, git or file URL, or the scp form user@host:path "
-                "(a local directory goes in source_path)"
-            )
-        return RepoUrl(url)
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme not in SCHEMES:
-        raise BadRequest(f"repo_url: unsupported scheme {scheme!r}; expected one of {', '.join(SCHEMES)}")
-    if parts.password is not None or (scheme in ("http", "https") and parts.username is not None):
-        raise BadRequest(
-            "repo_url: must not carry credentials (user:token@…); memhub never stores them — use a public URL, "
-            "an SSH URL the server's key can read, or a local clone under MEMHUB_CODE_SOURCE_ROOTS"
-        )
-    if scheme == "file":
-        if parts.netloc not in ("", "localhost"):
-            raise BadRequest("repo_url: a file:// URL must name a path on this server (file:///path)")
-        if "\x00" in unquote(parts.path):
-            raise BadRequest("repo_url: a file:// URL must not contain NUL characters (%00)")
-        path = Path(unquote(parts.path))
-        if not path.is_absolute():
-            raise BadRequest("repo_url: a file:// URL must hold an absolute path")
-        return RepoUrl(urlunsplit(("file", "", parts.path, "", "")), path)
-    if not parts.hostname:
-        raise BadRequest("repo_url: must name a host")
-    return RepoUrl(url)
+    """A git command failed or timed out; the message is the short, safe text for `sync_error`."""
 
 
 def check_branch(value: str) -> str:
@@ -98,46 +95,69 @@ def check_branch(value: str) -> str:
     return branch
 
 
-def public_remote(url: str) -> str:
-    """A remote URL with any user and password removed, fit to show and to store."""
-    if "://" not in url:
-        return url  # scp form: the user is an SSH login, not a secret
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
-
-
-def _environment() -> dict[str, str]:
-    env = dict(os.environ)
+def _environment(remote: Remote | None, allow_ssh: bool) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") and k != "SSH_ASKPASS"}
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    env["GIT_CONFIG_GLOBAL"] = os.devnull
     env["GIT_TERMINAL_PROMPT"] = "0"  # a repository that needs a password fails instead of waiting for one
-    env["GIT_ASKPASS"] = "true"  # … and so does a configured credential prompt program
-    env.pop("SSH_ASKPASS", None)
-    env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
-    env["LC_ALL"] = "C"  # error text in English, as sync_error documents it
+    env["GIT_ALLOW_PROTOCOL"] = remote.scheme if remote is not None else ""  # its own transport; none for local
+    env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes" if allow_ssh else "false"
+    env["LC_ALL"] = "C"  # error text in English, matched by _CATEGORIES
     return env
 
 
-def _error_text(stderr: str) -> str:
-    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith("Cloning into")]
-    return " ".join(lines[-ERROR_LINES:]) or "no error output"
+def _pinned(remote: Remote | None) -> list[str]:
+    """`-c http.curloptResolve=host:port:addresses`: curl connects to the addresses the URL check accepted."""
+    if remote is None or remote.scheme not in ("https", "http") or not remote.addresses or _is_address(remote.host):
+        return []  # an address written in the URL is the address connected to
+    addresses = ",".join(f"[{a}]" if ":" in a else a for a in remote.addresses)
+    return ["-c", f"http.curloptResolve={remote.host}:{remote.port}:{addresses}"]
 
 
-def run_git(args: list[str], *, cwd: Path | None, timeout: float, action: str) -> str:
-    """Run one git command; its stdout, or GitFailed with git's error (or the timeout)."""
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _category(stderr: str) -> str:
+    """What went wrong, read from git's own lines only: not the server's `remote:` lines, and not the quoted
+    URLs and paths git echoes (a repository named `redirect` is no redirect)."""
+    lines = [
+        _QUOTED.sub("''", line.lower())
+        for line in stderr.splitlines()
+        if line.strip() and not line.startswith("remote:")
+    ]
+    for pattern, category in _CATEGORIES:
+        if any(pattern.search(line) for line in lines):
+            return category
+    return "see the server log"
+
+
+def run_git(
+    args: list[str],
+    *,
+    cwd: Path | None,
+    timeout: float,
+    action: str,
+    remote: Remote | None = None,
+    allow_ssh: bool = False,
+) -> str:
+    """Run one git command (talking to `remote`, if any); its stdout, or GitFailed with a safe message."""
+    fetching = remote is not None
+    what = f"git {action} failed" + (": the repository could not be fetched" if fetching else "")
     # A new session, so a timeout kills git's helpers (remote-https, ssh) with it.
     process = subprocess.Popen(
-        [*_GIT, *args],
+        [*_GIT, *_pinned(remote), *args],
         cwd=cwd,
-        env=_environment(),
+        env=_environment(remote, allow_ssh),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        errors="replace",
         start_new_session=True,
     )
     try:
@@ -145,23 +165,29 @@ def run_git(args: list[str], *, cwd: Path | None, timeout: float, action: str) -
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.communicate()
-        raise GitFailed(f"git {action} timed out after {timeout:g} s") from None
+        raise GitFailed(f"{what} (timed out after {timeout:g} s)") from None
     if process.returncode != 0:
-        raise GitFailed(f"git {action} failed: {_error_text(stderr)}")
+        where = public_remote(remote.url) if remote is not None else str(cwd)
+        # A local command failing is expected (a source directory that is not a git working tree).
+        level = logging.WARNING if fetching else logging.DEBUG
+        log.log(level, "git %s failed for %s (exit %s): %s", action, where, process.returncode, stderr.strip())
+        raise GitFailed(f"{what} ({_category(stderr)})")
     return stdout
 
 
-def clone(url: str, branch: str, target: Path, *, timeout: float) -> None:
+def clone(remote: Remote, branch: str, target: Path, *, timeout: float, allow_ssh: bool = False) -> None:
     """A shallow clone of one branch into `target` (replaced whole: a half-done clone is never left there)."""
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.parent.mkdir(parents=True, exist_ok=True)
     try:
         run_git(
-            ["clone", "--depth", "1", "--branch", branch, "--no-tags", "--", url, str(partial)],
+            ["clone", "--depth", "1", "--branch", branch, "--no-tags", "--", remote.url, str(partial)],
             cwd=partial.parent,
             timeout=timeout,
             action="clone",
+            remote=remote,
+            allow_ssh=allow_ssh,
         )
     except GitFailed:
         shutil.rmtree(partial, ignore_errors=True)
@@ -170,9 +196,17 @@ def clone(url: str, branch: str, target: Path, *, timeout: float) -> None:
     partial.rename(target)
 
 
-def update(checkout: Path, branch: str, *, timeout: float) -> None:
-    """Bring a shallow clone to the branch's newest commit (a force-push included) and drop stray files."""
-    run_git(["fetch", "--depth", "1", "--no-tags", "origin", branch], cwd=checkout, timeout=timeout, action="fetch")
+def update(checkout: Path, remote: Remote, branch: str, *, timeout: float, allow_ssh: bool = False) -> None:
+    """Bring a shallow clone to the branch's newest commit (a force-push included) and drop stray files.
+    It fetches from `remote` (checked just before) rather than from the clone's stored origin."""
+    run_git(
+        ["fetch", "--depth", "1", "--no-tags", "--", remote.url, branch],
+        cwd=checkout,
+        timeout=timeout,
+        action="fetch",
+        remote=remote,
+        allow_ssh=allow_ssh,
+    )
     run_git(["reset", "--hard", "FETCH_HEAD"], cwd=checkout, timeout=timeout, action="reset")
     run_git(["clean", "-ffdx"], cwd=checkout, timeout=timeout, action="clean")
 

@@ -28,6 +28,7 @@ from tree_sitter import Node
 
 from memhub.knowledge.codegraph.facts import RETURNS, Binding, FileFacts, Import, Symbol
 from memhub.knowledge.codegraph.syntax import (
+    Lineage,
     add_reference,
     count_errors,
     declared_type_reference,
@@ -36,7 +37,7 @@ from memhub.knowledge.codegraph.syntax import (
     kinds_query,
     line_docs,
     node_text,
-    parser,
+    parse,
     qualified,
     squash,
 )
@@ -98,6 +99,7 @@ class _Open:
 @dataclass(slots=True)
 class _Walker:
     facts: FileFacts
+    lineage: Lineage
     seen: dict[str, int] = field(default_factory=dict)
     open: list[_Open] = field(default_factory=list)
     at: Node | None = None  # the node being read: where a declared type is referenced
@@ -163,7 +165,7 @@ class _Walker:
                 start[1],
                 end[0] + 1,
                 parent,
-                line_docs(node, "//"),
+                line_docs(node, "//", self.lineage),
                 squash(header),
             )
         )
@@ -204,7 +206,7 @@ class _Walker:
                 for name_node in names:
                     self.bind(qname, node_text(name_node), declared)
         elif definition is not None and definition.type == "interface_type":
-            for element in definition.named_children:
+            for element in self.lineage.adopt(definition):
                 if element.type == "type_elem":
                     embedded = type_name(element.named_children[0]) if element.named_children else ""
                     if embedded:
@@ -213,7 +215,8 @@ class _Walker:
                     self.interface_method(element, qname)
         for base in bases:
             self.ref("inherits", base, scope, node)
-        declaration = node.parent if node.parent is not None and node.parent.type == "type_declaration" else node
+        parent = self.lineage.parent_of(node)
+        declaration = parent if parent is not None and parent.type == "type_declaration" else node
         start, end = node.start_point, node.end_point
         self.facts.symbols.append(
             Symbol(
@@ -225,7 +228,7 @@ class _Walker:
                 start[1],
                 end[0] + 1,
                 scope,
-                line_docs(declaration, "//"),
+                line_docs(declaration, "//", self.lineage),
                 squash(f"type {node_text(node)}", 120),
                 tuple(bases),
                 {"struct_type": "struct", "interface_type": "interface"}.get(definition.type, "")
@@ -247,7 +250,7 @@ class _Walker:
                 start[1],
                 end[0] + 1,
                 interface,
-                line_docs(element, "//"),
+                line_docs(element, "//", self.lineage),
                 squash(node_text(element)),
             )
         )
@@ -317,18 +320,19 @@ class _Walker:
 
 def extract_go(path: str, source: bytes) -> FileFacts:
     """Symbols, references, imports and bindings of one Go file (path relative to the repository root)."""
-    root = parser(_GRAMMAR).parse(source).root_node
+    root = parse(_GRAMMAR, source)
     clause = next((c for c in root.named_children if c.type == "package_clause"), None)
     package = node_text(clause.named_children[0]) if clause is not None and clause.named_children else ""
     module = module_name(path, package)
     facts = FileFacts(path, "go", module)
     facts.parse_errors = count_errors(root)
-    doc = line_docs(clause, "//") if clause is not None else ""
+    nodes = in_document_order(kinds_query(grammar(_GRAMMAR), _CAPTURED), root)
+    lineage = Lineage(root, nodes)
+    doc = line_docs(clause, "//", lineage) if clause is not None else ""
     facts.symbols.append(
         Symbol("module", module.rpartition("/")[2], module, path, 1, 0, root.end_point[0] + 1, None, doc)
     )
-    nodes = in_document_order(kinds_query(grammar(_GRAMMAR), _CAPTURED), root)
-    walker = _Walker(facts)
+    walker = _Walker(facts, lineage)
     walker.seen[module] = 1
     walker.run(nodes)
     return facts

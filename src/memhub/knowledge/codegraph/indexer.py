@@ -10,15 +10,18 @@ are re-resolved and the result equals a clean rebuild by construction.
 from __future__ import annotations
 
 import hashlib
+import logging
 import multiprocessing
 import os
+import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memhub.knowledge.build_queue import BuildStopped
 from memhub.knowledge.codegraph.go_facts import extract_go
 from memhub.knowledge.codegraph.java_facts import extract_java
 from memhub.knowledge.codegraph.javascript_facts import LANGUAGES as JS_LANGUAGES
@@ -26,10 +29,13 @@ from memhub.knowledge.codegraph.javascript_facts import extract_javascript
 from memhub.knowledge.codegraph.python_facts import extract_python
 from memhub.knowledge.codegraph.resolve import resolve, resolve_changes
 from memhub.knowledge.codegraph.rust_facts import extract_rust
+from memhub.knowledge.codegraph.syntax import FileTooComplex
 from memhub.store.graph import FileRecord
 from memhub.store.graph_codec import decode_facts, encode_facts
 from memhub.store.graph_records import FileFacts
 from memhub.store.sqlite_graph import GRAPH_FORMAT, SQLiteGraph
+
+log = logging.getLogger("memhub.codegraph")
 
 Extractor = Callable[[str, bytes], FileFacts]
 FILE_MAX_BYTES = 1024 * 1024
@@ -60,7 +66,7 @@ def _extractors() -> dict[str, tuple[str, Extractor]]:
 
 @dataclass(slots=True)
 class Skipped:
-    """A file left out, and why (binary, too large, unreadable)."""
+    """A file left out, and why (binary, too large, unreadable, too complex to extract)."""
 
     path: str
     reason: str
@@ -108,29 +114,56 @@ def discover(root: Path, *, max_bytes: int = FILE_MAX_BYTES) -> tuple[list[tuple
     return found, skipped
 
 
-def _extract_one(job: tuple[str, str, bytes, str]) -> tuple[FileFacts, str]:
+def _extract_one(job: tuple[str, str, bytes, str]) -> tuple[FileFacts, str] | str:
+    """The file's facts and their encoding, or why the file is skipped: one file the extractors cannot
+    read (too complex, or a bug they hit) is left out of the graph instead of failing the whole build."""
     rel, suffix, data, _ = job
-    facts = _extractors()[suffix][1](rel, data)
+    try:
+        facts = _extractors()[suffix][1](rel, data)
+    except FileTooComplex as exc:
+        return str(exc)
+    except RecursionError:
+        return "too complex: nested too deep to read"
+    except Exception as exc:
+        log.exception("code graph: extracting %s failed", rel)
+        return f"could not be read: {type(exc).__name__}"
     return facts, encode_facts(facts)
 
 
-def _extract_encoded(job: tuple[str, str, bytes, str]) -> tuple[int, str]:
-    """A worker's answer: the error count and the encoded facts (a string pickles fast; dataclasses do not)."""
-    facts, document = _extract_one(job)
+def _extract_encoded(job: tuple[str, str, bytes, str]) -> tuple[int, str] | str:
+    """A worker's answer: the error count and the encoded facts (a string pickles fast; dataclasses do not),
+    or why the file is skipped."""
+    extracted = _extract_one(job)
+    if isinstance(extracted, str):
+        return extracted
+    facts, document = extracted
     return facts.parse_errors, document
 
 
-def _extract_all(todo: list[tuple[str, str, bytes, str]], workers: int) -> list[tuple[FileFacts, str]]:
-    """Parse in worker processes when there is enough to do (tree walking is CPU-bound Python)."""
+def _extract_all(
+    todo: list[tuple[str, str, bytes, str]], workers: int, stop: threading.Event | None
+) -> Iterator[tuple[FileFacts, str] | str]:
+    """Parse in worker processes when there is enough to do (tree walking is CPU-bound Python); each file's
+    facts in order, checking `stop` between files."""
     if workers <= 1 or len(todo) < PARALLEL_MIN_FILES:
-        return [_extract_one(job) for job in todo]
+        for job in todo:
+            _check(stop)
+            yield _extract_one(job)
+        return
     extractors = _extractors()
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
         answers = pool.map(_extract_encoded, todo, chunksize=16)
-        return [
-            (decode_facts(rel, extractors[suffix][0], errors, document), document)
-            for (rel, suffix, _, _), (errors, document) in zip(todo, answers, strict=True)
-        ]
+        for (rel, suffix, _, _), answer in zip(todo, answers, strict=True):
+            _check(stop)
+            yield answer if isinstance(answer, str) else (decode_facts(rel, extractors[suffix][0], *answer), answer[1])
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # a stopped build does not wait for the files left
+
+
+def _check(stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise BuildStopped("the build was stopped at its time limit")
 
 
 def _external_meta(by_file: dict[str, int]) -> dict[str, object]:
@@ -162,10 +195,12 @@ def index_tree(
     max_bytes: int = FILE_MAX_BYTES,
     meta: dict | None = None,
     workers: int | None = None,
+    stop: threading.Event | None = None,
 ) -> IndexReport:
     """Write a complete generation for the tree at `root` into the database file `target`.
 
     `workers` parse processes (default: the CPU count) are used when over PARALLEL_MIN_FILES files changed.
+    Once `stop` is set (the build's time limit passed) it ends with BuildStopped between two files.
     """
     workers = workers if workers is not None else (os.cpu_count() or 1)
     extractors = _extractors()
@@ -197,7 +232,14 @@ def index_tree(
             (report.changed if old is not None else report.added).append(rel)
             todo.append((rel, full.suffix, data, digest))
         batch: list[tuple[FileRecord, FileFacts, str]] = []
-        for (rel, suffix, data, digest), (facts, document) in zip(todo, _extract_all(todo, workers), strict=True):
+        for (rel, suffix, data, digest), extracted in zip(todo, _extract_all(todo, workers, stop), strict=True):
+            if isinstance(extracted, str):
+                # Left out like a file too large: a version indexed before is removed with its symbols.
+                report.skipped.append(Skipped(rel, extracted))
+                seen.discard(rel)
+                (report.changed if rel in stored else report.added).remove(rel)
+                continue
+            facts, document = extracted
             report.lines_parsed += data.count(b"\n") + 1
             if facts.parse_errors:
                 report.parse_errors[rel] = facts.parse_errors
@@ -216,6 +258,7 @@ def index_tree(
         graph.drop_files(report.removed)
         graph.put_files([(record, document) for record, _, document in batch])
         report.parse_seconds = time.perf_counter() - started
+        _check(stop)
         started = time.perf_counter()
         if incremental:
             for path in report.removed:

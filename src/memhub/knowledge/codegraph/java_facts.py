@@ -27,6 +27,7 @@ from tree_sitter import Node
 
 from memhub.knowledge.codegraph.facts import Binding, FileFacts, Import, Symbol
 from memhub.knowledge.codegraph.syntax import (
+    Lineage,
     add_reference,
     block_doc,
     count_errors,
@@ -35,7 +36,7 @@ from memhub.knowledge.codegraph.syntax import (
     in_document_order,
     kinds_query,
     node_text,
-    parser,
+    parse,
     qualified,
     squash,
 )
@@ -105,11 +106,11 @@ def expression_name(node: Node | None) -> str | None:
     return ".".join(reversed(parts))
 
 
-def _declaring_type(member: Node) -> Node | None:
+def _declaring_type(member: Node, lineage: Lineage) -> Node | None:
     """The class, interface, enum or record whose body declares `member` directly (None inside a method)."""
-    parent = member.parent
+    parent = lineage.parent_of(member)
     while parent is not None and parent.type in _BODIES:
-        parent = parent.parent
+        parent = lineage.parent_of(parent)
     return parent if parent is not None and parent.type in _TYPE_DECLARATIONS and parent != member else None
 
 
@@ -147,6 +148,7 @@ class _Open:
 @dataclass(slots=True)
 class _Walker:
     facts: FileFacts
+    lineage: Lineage
     members: dict[int, dict[str, MemberKind]]
     static_imports: set[str] = field(default_factory=set)
     seen: dict[str, int] = field(default_factory=dict)
@@ -167,12 +169,12 @@ class _Walker:
             if top is not None and start < top.body_start:
                 # Parameters, base types and annotations of a declaration: the declaration's own scope for
                 # parameters (read by `parameter`), the enclosing one for everything else.
-                scope = top.scope if node.type == "formal_parameter" else self.outer_of(top)
+                scope = top.scope if node.type == "formal_parameter" else self.outer_scope()
             self.visit(node, scope)
 
-    def outer_of(self, top: _Open) -> _Scope:
-        index = self.open.index(top)
-        return self.open[index - 1].scope if index > 0 else self.module_scope()
+    def outer_scope(self) -> _Scope:
+        """The scope around the innermost open declaration."""
+        return self.open[-2].scope if len(self.open) > 1 else self.module_scope()
 
     def module_scope(self) -> _Scope:
         return _Scope(self.facts.module, "module", ())
@@ -238,7 +240,7 @@ class _Walker:
                 start[1],
                 end[0] + 1,
                 scope.qname,
-                block_doc(node),
+                block_doc(node, self.lineage),
                 squash(header),
                 tuple(bases),
                 _FLAVORS.get(node.type, ""),
@@ -268,7 +270,7 @@ class _Walker:
                 start[1],
                 end[0] + 1,
                 scope.qname,
-                block_doc(node),
+                block_doc(node, self.lineage),
                 squash(header),
             )
         )
@@ -410,14 +412,14 @@ class _Walker:
         self.facts.imports.append(Import(module, name, name, scope.qname, line))
 
 
-def _member_table(nodes: list[Node]) -> dict[int, dict[str, MemberKind]]:
+def _member_table(nodes: list[Node], lineage: Lineage) -> dict[int, dict[str, MemberKind]]:
     """Per class node: the methods, fields and nested types its body declares (a pass before the sweep)."""
     table: dict[int, dict[str, MemberKind]] = {}
     for node in nodes:
         kind = node.type
         if kind not in ("method_declaration", "field_declaration", *_TYPE_DECLARATIONS):
             continue
-        owner = _declaring_type(node)
+        owner = _declaring_type(node, lineage)
         if owner is None:
             continue
         members = table.setdefault(owner.id, {})
@@ -447,7 +449,7 @@ def module_name(path: str, package: str) -> str:
 
 def extract_java(path: str, source: bytes) -> FileFacts:
     """Symbols, references, imports and bindings of one Java file (path relative to the repository root)."""
-    root = parser(_GRAMMAR).parse(source).root_node
+    root = parse(_GRAMMAR, source)
     package_node = next((c for c in root.named_children if c.type == "package_declaration"), None)
     package = ""
     if package_node is not None:
@@ -458,7 +460,8 @@ def extract_java(path: str, source: bytes) -> FileFacts:
     facts.parse_errors = count_errors(root)
     facts.symbols.append(Symbol("module", module.rpartition(".")[2], module, path, 1, 0, root.end_point[0] + 1))
     nodes = in_document_order(kinds_query(grammar(_GRAMMAR), _CAPTURED), root)
-    walker = _Walker(facts, _member_table(nodes))
+    lineage = Lineage(root, nodes)
+    walker = _Walker(facts, lineage, _member_table(nodes, lineage))
     walker.seen[module] = 1
     walker.run(nodes, walker.module_scope())
     return facts

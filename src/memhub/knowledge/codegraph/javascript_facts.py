@@ -36,8 +36,8 @@ from tree_sitter import Parser
 from memhub.knowledge.codegraph.facts import FileFacts, Symbol
 from memhub.knowledge.codegraph.javascript_modules import LANGUAGES, language_of, module_name, resolve_specifier
 from memhub.knowledge.codegraph.javascript_syntax import expression_name, grammar_language, module_doc
-from memhub.knowledge.codegraph.javascript_walker import Scope, Walker
-from memhub.knowledge.codegraph.syntax import count_errors
+from memhub.knowledge.codegraph.javascript_walker import Scope, Walker, captured
+from memhub.knowledge.codegraph.syntax import Lineage, count_errors, within_limits
 
 # Module naming and `expression_name` are part of this module's interface (the indexer and tests import them here).
 __all__ = ["LANGUAGES", "expression_name", "extract_javascript", "language_of", "module_name", "resolve_specifier"]
@@ -58,13 +58,14 @@ def extract_javascript(path: str, source: bytes, known_files: Collection[str] | 
     language, grammar = LANGUAGES.get(posixpath.splitext(path)[1], ("javascript", "javascript"))
     module = module_name(path)
     facts = FileFacts(path, language, module)
-    root = _parser(grammar).parse(source).root_node
+    root = within_limits(_parser(grammar).parse(source).root_node)
     facts.parse_errors = count_errors(root)
     module_scope = Scope(module, "module", None)
     facts.symbols.append(
         Symbol("module", module.rpartition("/")[2], module, path, 1, 0, root.end_point[0] + 1, None, module_doc(root))
     )
-    walker = Walker(facts, known_files, module_scope)
+    nodes = captured(root, grammar)
+    walker = Walker(facts, known_files, module_scope, Lineage(root, nodes))
     walker.seen[module] = 1
-    walker.run(root, grammar)
+    walker.run(nodes)
     return facts

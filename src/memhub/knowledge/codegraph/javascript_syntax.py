@@ -12,7 +12,7 @@ from functools import cache
 
 from tree_sitter import Language, Node
 
-from memhub.knowledge.codegraph.syntax import node_text
+from memhub.knowledge.codegraph.syntax import Lineage, node_text
 
 # Values whose type is a global class: calling their methods (`[].push`, `{}.hasOwnProperty`) leaves the repo.
 LITERAL_TYPES = {
@@ -177,17 +177,18 @@ def property_name(node: Node | None) -> str:
     return text[1:-1] if node.type == "string" and len(text) >= 2 else text
 
 
-def jsdoc(node: Node) -> str:
+def jsdoc(node: Node, lineage: Lineage) -> str:
     """The `/** … */` comment right above a definition (or above the statement wrapping it)."""
     anchor = node
-    while anchor.parent is not None and anchor.parent.type in _DOC_WRAPPERS:
-        anchor = anchor.parent
-    previous = anchor.prev_named_sibling
+    parent = lineage.parent_of(anchor)
+    while parent is not None and parent.type in _DOC_WRAPPERS:
+        anchor, parent = parent, lineage.parent_of(parent)
+    previous = lineage.before(anchor, named=True)
     while previous is not None and previous.type == "decorator":
-        previous = previous.prev_named_sibling
+        previous = lineage.before(previous, named=True)
     if previous is None or previous.type != "comment":
         return ""
-    following = previous.next_named_sibling
+    following = lineage.after(previous, named=True)
     if following is not None and following.start_point[0] - previous.end_point[0] > 1:
         return ""  # a blank line between: the comment is not about this definition
     return _clean_comment(node_text(previous))
@@ -202,19 +203,20 @@ def _clean_comment(raw: str) -> str:
 
 def module_doc(root: Node) -> str:
     """A `/** … */` comment opening the file and separated from what follows by a blank line."""
-    first = root.named_children[0] if root.named_children else None
+    named = root.named_children
+    first = named[0] if named else None
     if first is None or first.type != "comment":
         return ""
-    following = first.next_named_sibling
+    following = named[1] if len(named) > 1 else None
     if following is not None and following.start_point[0] - first.end_point[0] <= 1:
         return ""  # it documents the definition right below it
     return _clean_comment(node_text(first))
 
 
-def is_declared(node: Node, depth: int) -> bool:
+def is_declared(node: Node, depth: int, lineage: Lineage) -> bool:
     """Whether the node's ancestor `depth` levels above its parent is a `declare …` (a signature with no
     implementation to come, unlike an overload's)."""
-    ancestor = node.parent
+    ancestor = lineage.parent_of(node)
     for _ in range(depth):
-        ancestor = ancestor.parent if ancestor is not None else None
+        ancestor = lineage.parent_of(ancestor) if ancestor is not None else None
     return ancestor is not None and ancestor.type == "ambient_declaration"

@@ -30,6 +30,7 @@ from memhub.knowledge.codegraph.javascript_syntax import (
     value_type,
 )
 from memhub.knowledge.codegraph.syntax import (
+    Lineage,
     add_reference,
     declared_type_reference,
     in_document_order,
@@ -73,6 +74,11 @@ _CAPTURED = (
 )
 
 
+def captured(root: Node, grammar: str) -> list[Node]:
+    """The nodes the sweep reads, in document order."""
+    return in_document_order(_query(grammar), root)
+
+
 @cache
 def _query(grammar: str) -> Query:
     # The node kinds this grammar has (JSX only in JavaScript and TSX, types only in TypeScript).
@@ -107,6 +113,7 @@ class Walker:
     facts: FileFacts
     known_files: Collection[str] | None
     module_scope: Scope
+    lineage: Lineage
     seen: dict[str, int] = field(default_factory=dict)
     open: list[_Open] = field(default_factory=list)
     # Definitions registered by an enclosing node's handler (`const f = () => …` defines f at the
@@ -121,8 +128,8 @@ class Walker:
 
     # -- the sweep ---------------------------------------------------------------------------------------
 
-    def run(self, root: Node, grammar: str) -> None:
-        nodes = in_document_order(_query(grammar), root)
+    def run(self, nodes: list[Node]) -> None:
+        """Visit the captured nodes (from `captured`) in document order."""
         for node in nodes:
             start = node.start_byte
             if start < self.skip_until:
@@ -169,10 +176,10 @@ class Walker:
                 self.callback(node, scope)  # a method of an object literal: like any function value
         elif kind in ("field_definition", "public_field_definition"):
             self.class_field(node, scope)
-        elif kind == "abstract_method_signature" or (kind == "method_signature" and is_declared(node, 2)):
+        elif kind == "abstract_method_signature" or (kind == "method_signature" and is_declared(node, 2, self.lineage)):
             # Abstract methods, and the methods of a `declare class`, have no body but can be called.
             self.function(node, scope, property_name(node.child_by_field_name("name")), method=True)
-        elif kind == "function_signature" and is_declared(node, 0):
+        elif kind == "function_signature" and is_declared(node, 0, self.lineage):
             self.function(node, scope, node_text(node.child_by_field_name("name")), method=False)
         elif kind in ("class_declaration", "abstract_class_declaration", "class"):
             self.klass(node, scope, None)
@@ -225,7 +232,7 @@ class Walker:
                 start[1],
                 end[0] + 1,
                 scope.qname,
-                jsdoc(doc_node or node),
+                jsdoc(doc_node or node, self.lineage),
                 squash(signature),
                 bases,
                 flavor,

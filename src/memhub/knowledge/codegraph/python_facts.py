@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cache
 
-from tree_sitter import Node, Query
+from tree_sitter import Node
 
 from memhub.knowledge.codegraph.facts import RETURNS, Binding, FileFacts, Import, Symbol, SymbolKind
-from memhub.knowledge.codegraph.syntax import add_reference, grammar, in_document_order, parser, qualified
+from memhub.knowledge.codegraph.syntax import add_reference, grammar, in_document_order, kinds_query, parse, qualified
 
 _GRAMMAR = "tree_sitter_python"
 
@@ -33,6 +32,9 @@ def _text(node: Node | None) -> str:
 
 
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+# Longer attributes are walked instead of read as text: in a call chain `a.b(x).c(y)…` each call's callee
+# spans the whole chain before it, so reading their text would be quadratic in the chain's length.
+_DOTTED_TEXT_MAX = 256
 
 
 def expression_name(node: Node | None) -> str | None:
@@ -43,9 +45,10 @@ def expression_name(node: Node | None) -> str | None:
         return _text(node)
     if node.type != "attribute":
         return None
-    text = _text(node)
-    if _DOTTED.fullmatch(text):
-        return text  # the common case, checked in C: no walk over the attribute chain
+    if node.end_byte - node.start_byte <= _DOTTED_TEXT_MAX:
+        text = _text(node)
+        if _DOTTED.fullmatch(text):
+            return text  # the common case, checked in C: no walk over the attribute chain
     parts: list[str] = []
     while node is not None and node.type == "attribute":
         attr = node.child_by_field_name("attribute")
@@ -102,26 +105,42 @@ class _Scope:
 
 
 # The nodes the extractor reads; tree-sitter finds them in C, so the walk in Python touches only these
-# (about one node in seven) instead of every node of the tree.
-_QUERY_SOURCE = """
-(function_definition) @node
-(class_definition) @node
-(call) @node
-(import_statement) @node
-(import_from_statement) @node
-(assignment) @node
-(decorator) @node
-(ERROR) @node
-(for_statement) @node
-(as_pattern_target) @node
-(argument_list [(identifier) (attribute)] @node)
-(keyword_argument value: [(identifier) (attribute)] @node)
-"""
+# (about one node in seven) instead of every node of the tree. Argument lists and keyword arguments are
+# captured whole and their names read from them (`_arguments`): a pattern matching a child of an argument
+# list would make the query quadratic in how deeply calls nest.
+_CAPTURED = (
+    "function_definition",
+    "class_definition",
+    "call",
+    "import_statement",
+    "import_from_statement",
+    "assignment",
+    "decorator",
+    "ERROR",
+    "for_statement",
+    "as_pattern_target",
+    "argument_list",
+    "keyword_argument",
+)
+_VALUE_NAMES = ("identifier", "attribute")
 
 
-@cache
-def _query() -> Query:
-    return Query(grammar(_GRAMMAR), _QUERY_SOURCE)
+def _swept(root: Node) -> list[Node]:
+    """The nodes the sweep visits, in document order: the captured ones, with each argument list and
+    keyword argument replaced by the names it passes (a function or class handed over as a value)."""
+    nodes: list[Node] = []
+    for node in in_document_order(kinds_query(grammar(_GRAMMAR), _CAPTURED), root):
+        kind = node.type
+        if kind == "argument_list":
+            nodes.extend(child for child in node.named_children if child.type in _VALUE_NAMES)
+        elif kind == "keyword_argument":
+            value = node.child_by_field_name("value")
+            if value is not None and value.type in _VALUE_NAMES:
+                nodes.append(value)
+        else:
+            nodes.append(node)
+    nodes.sort(key=lambda n: (n.start_byte, -n.end_byte))
+    return nodes
 
 
 @dataclass(slots=True)
@@ -147,7 +166,7 @@ class _Walker:
     def run(self, root: Node, module: _Scope) -> None:
         """Visit the interesting nodes in document order, tracking the enclosing definitions by byte range
         (a sweep, not recursion: generated code nests expressions thousands deep)."""
-        nodes = in_document_order(_query(), root)
+        nodes = _swept(root)
         for node in nodes:
             start = node.start_byte
             while self.open and self.open[-1].end <= start:
@@ -401,8 +420,7 @@ def extract_python(path: str, source: bytes) -> FileFacts:
     is_package = path.endswith("__init__.py")
     package = module if is_package else module.rpartition(".")[0]
     facts = FileFacts(path, "python", module)
-    tree = parser(_GRAMMAR).parse(source)
-    root = tree.root_node
+    root = parse(_GRAMMAR, source)
     end = root.end_point
     facts.symbols.append(
         Symbol("module", module.rpartition(".")[2] or module, module, path, 1, 0, end[0] + 1, None, _docstring(root))

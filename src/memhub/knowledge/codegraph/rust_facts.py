@@ -50,6 +50,7 @@ from memhub.knowledge.codegraph.rust_syntax import (
     type_segments,
 )
 from memhub.knowledge.codegraph.syntax import (
+    Lineage,
     add_reference,
     count_errors,
     declared_type_reference,
@@ -58,6 +59,7 @@ from memhub.knowledge.codegraph.syntax import (
     kinds_query,
     line_docs,
     node_text,
+    parse,
     parser,
     qualified,
     squash,
@@ -170,7 +172,7 @@ class _Walker:
                 start[1],
                 end[0] + 1,
                 parent,
-                line_docs(doc_anchor(node), "///"),
+                line_docs(doc_anchor(node, self.paths.lineage), "///", self.paths.lineage),
                 squash(header.rstrip().removesuffix(";"), 200),
                 **extra,  # type: ignore[arg-type]
             )
@@ -378,7 +380,7 @@ def _pattern_names(pattern: Node | None) -> list[Node]:
 
 def extract_rust(path: str, source: bytes) -> FileFacts:
     """Symbols, references, imports and bindings of one Rust file (path relative to the repository root)."""
-    root = parser(_GRAMMAR).parse(source).root_node
+    root = parse(_GRAMMAR, source)
     module = module_path(path)
     facts = FileFacts(path, "rust", module)
     facts.parse_errors = count_errors(root)
@@ -386,7 +388,7 @@ def extract_rust(path: str, source: bytes) -> FileFacts:
         Symbol("module", module.rpartition("/")[2], module, path, 1, 0, root.end_point[0] + 1, None, inner_docs(root))
     )
     nodes = in_document_order(kinds_query(grammar(_GRAMMAR), _CAPTURED), root)
-    walker = _Walker(facts, CratePaths(facts, crate_root(path)))
+    walker = _Walker(facts, CratePaths(facts, crate_root(path), Lineage(root, nodes)))
     walker.seen[module] = 1
     walker.open.append(_Frame(len(source) + 1, "module", module, module))
     walker.paths.prepare(nodes)

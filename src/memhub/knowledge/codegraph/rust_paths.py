@@ -18,7 +18,7 @@ from tree_sitter import Node
 
 from memhub.knowledge.codegraph.facts import FileFacts, Import
 from memhub.knowledge.codegraph.rust_syntax import use_items
-from memhub.knowledge.codegraph.syntax import node_text
+from memhub.knowledge.codegraph.syntax import Lineage, node_text
 
 # (module, name or None, whether the module is in the repository)
 UseTarget = tuple[str, str | None, bool]
@@ -28,28 +28,40 @@ UseTarget = tuple[str, str | None, bool]
 class CratePaths:
     facts: FileFacts
     crate: str  # the module `crate::` names
+    lineage: Lineage
     # Per module (inline ones included): the child modules it declares and the repository names it `use`s,
     # read before the sweep (a `use` or `mod` may follow the code relying on it).
     mods: dict[str, set[str]] = field(default_factory=dict)
     uses: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
     imported: set[tuple[str, str]] = field(default_factory=set)  # (scope, alias) of the imports added here
+    inside: dict[int, str] = field(default_factory=dict)  # node id → the module code inside it is written in
 
     def module_of(self, node: Node) -> str:
-        """The module a node is written in: the file's, or an inline `mod` block's inside it."""
-        names: list[str] = []
-        parent = node.parent
-        while parent is not None:
-            if parent.type == "mod_item":
-                names.append(node_text(parent.child_by_field_name("name")))
-            parent = parent.parent
-        return "/".join([self.facts.module, *reversed(names)])
+        """The module a node is written in: the file's, or an inline `mod` block's inside it. Each ancestor's
+        module is remembered, so the modules of a file's nodes cost one walk over their ancestors."""
+        passed: list[Node] = []
+        parent = self.lineage.parent_of(node)
+        while parent is not None and parent.id not in self.inside:
+            passed.append(parent)
+            parent = self.lineage.parent_of(parent)
+        module = self.inside[parent.id] if parent is not None else self.facts.module
+        for ancestor in reversed(passed):
+            if ancestor.type == "mod_item":
+                module = f"{module}/{node_text(ancestor.child_by_field_name('name'))}"
+            self.inside[ancestor.id] = module
+        return module
+
+    def _in_block(self, node: Node) -> bool:
+        """Whether the node is written in a block (a function body): not at module level."""
+        parent = self.lineage.parent_of(node)
+        return parent is None or parent.type == "block"
 
     def prepare(self, nodes: list[Node]) -> None:
         """Learn the file's `mod` declarations and module-level `use`s."""
         for node in nodes:
             if node.type == "mod_item":
                 self.mods.setdefault(self.module_of(node), set()).add(node_text(node.child_by_field_name("name")))
-        declarations = [n for n in nodes if n.type == "use_declaration" and n.parent and n.parent.type != "block"]
+        declarations = [n for n in nodes if n.type == "use_declaration" and not self._in_block(n)]
         for _ in range(2):  # twice: a `use` may start from a name another `use` of the module brings
             for node in declarations:
                 module = self.module_of(node)

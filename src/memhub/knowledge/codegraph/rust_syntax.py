@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
-from memhub.knowledge.codegraph.syntax import node_text
+from memhub.knowledge.codegraph.syntax import Lineage, node_text
 
 # Files standing for their directory's module: `src/geo/mod.rs` is `src/geo`, `src/lib.rs` is `src`.
 _DIRECTORY_FILES = frozenset({"mod", "lib", "main"})
@@ -46,24 +46,29 @@ def crate_root(path: str) -> str:
 
 def path_segments(node: Node | None) -> list[str] | None:
     """A `::` path as written (`crate::geo::area` → crate, geo, area), generics dropped (`Vec::<u8>::new`
-    → Vec, new; `<Repo as Store>::save` → Repo, save); None for anything else."""
-    if node is None:
-        return None
-    kind = node.type
-    if kind in ("identifier", "type_identifier", "crate", "self", "super", "primitive_type"):
-        return [node_text(node)]
-    if kind in ("scoped_identifier", "scoped_type_identifier"):
-        path = node.child_by_field_name("path")
-        head = path_segments(path) if path is not None else []  # `::std::mem` has no path before `::`
-        name = node_text(node.child_by_field_name("name"))
-        return [*head, name] if head is not None and name else None
-    if kind == "generic_type":
-        return path_segments(node.child_by_field_name("type"))
-    if kind == "bracketed_type":  # `<Repo as Store>::save`: the type's method (its impl of the trait)
-        inner = node.named_children[0] if node.named_children else None
-        if inner is not None and inner.type == "qualified_type":
-            inner = inner.child_by_field_name("type")
-        return path_segments(inner)
+    → Vec, new; `<Repo as Store>::save` → Repo, save); None for anything else. Read from the last segment
+    back, in a loop: a path may be generated thousands of segments long."""
+    names: list[str] = []
+    while node is not None:
+        kind = node.type
+        if kind in ("identifier", "type_identifier", "crate", "self", "super", "primitive_type"):
+            names.append(node_text(node))
+            return names[::-1]
+        if kind in ("scoped_identifier", "scoped_type_identifier"):
+            name = node_text(node.child_by_field_name("name"))
+            if not name:
+                return None
+            names.append(name)
+            node = node.child_by_field_name("path")
+            if node is None:
+                return names[::-1]  # `::std::mem` has no path before `::`
+        elif kind == "generic_type":
+            node = node.child_by_field_name("type")
+        elif kind == "bracketed_type":  # `<Repo as Store>::save`: the type's method (its impl of the trait)
+            inner = node.named_children[0] if node.named_children else None
+            node = inner.child_by_field_name("type") if inner is not None and inner.type == "qualified_type" else inner
+        else:
+            return None
     return None
 
 
@@ -158,10 +163,12 @@ def _joined(prefix: tuple[str, ...], segments: list[str]) -> list[str]:
     return joined[:-1] if len(joined) > 1 and joined[-1] == "self" else joined
 
 
-def doc_anchor(node: Node) -> Node:
+def doc_anchor(node: Node, lineage: Lineage) -> Node:
     """The node doc comments sit above: the first of the attributes (`#[derive(…)]`) written before an item."""
-    while node.prev_sibling is not None and node.prev_sibling.type == "attribute_item":
-        node = node.prev_sibling
+    previous = lineage.before(node)
+    while previous is not None and previous.type == "attribute_item":
+        node = previous
+        previous = lineage.before(node)
     return node
 
 

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from memhub.errors import BadRequest, Conflict, FieldError, Forbidden, NotFound
 from memhub.knowledge.access import delete_batch, gated, require_member, visible
+from memhub.knowledge.build_queue import QueueLimits
 from memhub.knowledge.codegraph import git, queries
 from memhub.knowledge.codegraph.builds import (
     CodeGraphBuilds,
@@ -31,6 +33,7 @@ from memhub.knowledge.codegraph.builds import (
     summary_of,
 )
 from memhub.knowledge.codegraph.readers import GraphReaders
+from memhub.knowledge.codegraph.remote import Remote, RemotePolicy
 from memhub.knowledge.codegraph.storage import CodeGraphFiles
 from memhub.knowledge.lifecycle import BUSY_STATUSES, busy, stale
 from memhub.knowledge.source_roots import local_source_dir, under_roots
@@ -99,8 +102,9 @@ class CodeGraphConfig:
     files_root: Path
     public_url: str
     source_roots: tuple[Path, ...] = ()
-    build_workers: int = 1
     git_timeout: float = 600.0
+    remotes: RemotePolicy = field(default_factory=RemotePolicy)
+    builds: QueueLimits = field(default_factory=QueueLimits)
 
 
 @dataclass
@@ -122,8 +126,9 @@ class CodeGraphService:
             self.readers,
             self.config.public_url,
             self._allowed,
-            self.config.build_workers,
             self.config.git_timeout,
+            self.config.remotes,
+            self.config.builds,
         )
 
     # -- rows, views and access ------------------------------------------------------------------
@@ -176,14 +181,15 @@ class CodeGraphService:
     def _local_source(self, source_path: str) -> str:
         return local_source_dir(source_path, self.config.source_roots, ROOTS_SETTING)
 
-    def _git_source(self, repo_url: str) -> str:
-        url = git.check_repo_url(repo_url)
+    def _git_source(self, repo_url: str) -> Remote:
+        """The URL read and its transport checked (no lookup yet: `check_host` resolves it)."""
+        remote = self.config.remotes.parse(repo_url)
         # A file:// URL reads this server's disk: the same roots as a source_path apply.
-        if url.local_path is not None and not self._allowed(url.local_path):
+        if remote.local_path is not None and not self._allowed(remote.local_path):
             raise Forbidden(
                 f"repo_url: a file:// repository must be under an allowed source root (set {ROOTS_SETTING})"
             )
-        return url.url
+        return remote
 
     def source_root(self, service_id: str, row: Row) -> Path:
         """The tree the graph was indexed from (source excerpts are read from it)."""
@@ -209,54 +215,59 @@ class CodeGraphService:
             path, url, branch = self._local_source(source_path), None, None
             same: dict[str, Any] = {"team_id": team_id, "source_path": path}
         else:
-            path, url = None, self._git_source(repo_url)
+            remote = self._git_source(repo_url)
             branch = git.check_branch(fields.get("branch") or DEFAULT_BRANCH)
+            if remote.local_path is None:
+                self.config.remotes.check(repo_url)  # resolved last: every cheaper rule is checked first
+            path, url = None, remote.url
             same = {"team_id": team_id, "repo_url": url, "branch": branch}
         name = fields.get("repo_name") or (_repo_name(url) if url else PurePosixPath(str(path)).name or str(path))
-        with self.store.writing(caller.service_id) as w:
-            self._team_guard(w, caller, team_id)
-            if w.get(MetaKind.TEAM, team_id) is None and caller.user_id is not None:
-                raise NotFound(f"team not found: {team_id}")
-            existing = w.find(MetaKind.CODE_GRAPH, same, limit=1)
-            if existing:
-                return self.detail(existing[0]), False
-            now = now_iso()
-            code_graph_id = self._new_id(w)
-            row = {
-                "code_graph_id": code_graph_id,
-                "team_id": team_id,
-                "repo_name": name[:REPO_NAME_MAX],
-                "repo_url": url,
-                "source_path": path,
-                "remote_url": None,
-                "branch": branch,
-                "commit_hash": None,
-                "summary": fields.get("summary"),
-                "status": "pending",
-                "internal_status": None,
-                "sync_error": None,
-                "version": 0,
-                "generation": 0,
-                "build_seq": 0,
-                "owner_user_id": caller.user_id or user_id,
-                "agent_id": fields.get("agent_id"),
-                "task_id": fields.get("task_id"),
-                "stats_json": None,
-                "last_sync_at": None,
-                "created_at": now,
-                "updated_at": now,
-            }
-            w.insert(MetaKind.CODE_GRAPH, row)
-            audit.record(
-                w, caller, "code-graph/create", [code_graph_id], {"team_id": team_id, "repo_url": url, "path": path}
-            )
-            job = self.builds.queue(w, row)
-        # The directory marks the tenant as having knowledge files, which is how `resume` finds builds.
-        self.files.graph_dir(caller.service_id, code_graph_id).mkdir(parents=True, exist_ok=True)
+        with ExitStack() as stack:
+            with self.store.writing(caller.service_id) as w:
+                self._team_guard(w, caller, team_id)
+                if w.get(MetaKind.TEAM, team_id) is None and caller.user_id is not None:
+                    raise NotFound(f"team not found: {team_id}")
+                existing = w.find(MetaKind.CODE_GRAPH, same, limit=1)
+                if existing:
+                    return self.detail(existing[0]), False
+                place = stack.enter_context(self.builds.reserve(caller.service_id))  # 429 here writes nothing
+                now = now_iso()
+                code_graph_id = self._new_id(w)
+                row = {
+                    "code_graph_id": code_graph_id,
+                    "team_id": team_id,
+                    "repo_name": name[:REPO_NAME_MAX],
+                    "repo_url": url,
+                    "source_path": path,
+                    "remote_url": None,
+                    "branch": branch,
+                    "commit_hash": None,
+                    "summary": fields.get("summary"),
+                    "status": "pending",
+                    "internal_status": None,
+                    "sync_error": None,
+                    "version": 0,
+                    "generation": 0,
+                    "build_seq": 0,
+                    "owner_user_id": caller.user_id or user_id,
+                    "agent_id": fields.get("agent_id"),
+                    "task_id": fields.get("task_id"),
+                    "stats_json": None,
+                    "last_sync_at": None,
+                    "created_at": now,
+                    "updated_at": now,
+                }
+                w.insert(MetaKind.CODE_GRAPH, row)
+                audit.record(
+                    w, caller, "code-graph/create", [code_graph_id], {"team_id": team_id, "repo_url": url, "path": path}
+                )
+                job = self.builds.queue(w, row)
+            # The directory marks the tenant as having knowledge files, which is how `resume` finds builds.
+            self.files.graph_dir(caller.service_id, code_graph_id).mkdir(parents=True, exist_ok=True)
+            built = self.builds.submit(job, place)
         if not wait:
-            self.builds.submit(job)
             return self.get(caller, code_graph_id), True
-        report = self.builds.run(job)
+        report = built.result()
         return {**self.get(caller, code_graph_id), "report": report.view() if report else None}, True
 
     @staticmethod
@@ -323,16 +334,18 @@ class CodeGraphService:
     def sync(self, caller: Caller, code_graph_id: str, *, wait: bool = False) -> tuple[Row, bool]:
         """Fetch the source again and re-index what changed (or run it now with `wait`); (result, finished).
         409 busy while a build is queued or running."""
-        with self.store.writing(caller.service_id) as w:
-            row = self._row(w, caller, code_graph_id)
-            if row["status"] in BUSY_STATUSES:
-                raise busy(row)
-            job = self.builds.queue(w, row)
-            audit.record(w, caller, "code-graph/sync", [code_graph_id], {"seq": job.seq})
+        with ExitStack() as stack:
+            with self.store.writing(caller.service_id) as w:
+                row = self._row(w, caller, code_graph_id)
+                if row["status"] in BUSY_STATUSES:
+                    raise busy(row)
+                place = stack.enter_context(self.builds.reserve(caller.service_id))  # 429 here writes nothing
+                job = self.builds.queue(w, row)
+                audit.record(w, caller, "code-graph/sync", [code_graph_id], {"seq": job.seq})
+            built = self.builds.submit(job, place)
         if not wait:
-            self.builds.submit(job)
             return {"code_graph_id": code_graph_id, "status": "pending"}, False
-        report = self.builds.run(job)
+        report = built.result()
         return {**self.get(caller, code_graph_id), "report": report.view() if report else None}, True
 
     def resume(self) -> int:

@@ -1,11 +1,12 @@
 """Wiki builds: the queue that runs them in the background, and the blue/green switch that ends each.
 
 A build is queued in the transaction that asks for it (the wiki becomes `pending` with a new
-`build_seq`), runs on a small thread pool (`processing`), and writes a new generation directory.
+`build_seq`), runs from the shared build queue (`memhub.knowledge.build_queue`: fair across tenants,
+bounded per tenant, each build time-limited) as `processing`, and writes a new generation directory.
 Then one transaction points the wiki at it, marks it `ready` and registers it in the knowledge
 registry, so a ready wiki is always offered to agents. Until then, and after a failed build, reads
 keep using the last good generation. A build only touches the wiki while its `build_seq` is still
-the wiki's: a newer build or a delete supersedes it, and its files are discarded.
+the wiki's: a newer build, a delete or the build's time limit supersedes it, and its files are discarded.
 
 Queued builds are not kept anywhere but in the rows: a process that stops leaves them `pending` or
 `processing`, and `resume` queues them again at the next start.
@@ -16,11 +17,14 @@ from __future__ import annotations
 import logging
 import shutil
 from collections.abc import Sequence
+from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Literal
 
-from memhub.knowledge.lifecycle import BUSY_STATUSES, SYNC_ERROR_MAX, BuildPool, mark_queued, set_if_current
+from memhub.knowledge.build_queue import BuildQueue, Deadline, QueueLimits, Reservation
+from memhub.knowledge.lifecycle import BUSY_STATUSES, SYNC_ERROR_MAX, fail_if_busy, mark_queued, set_if_current
 from memhub.knowledge.wiki.ai_index import llm_describer
 from memhub.knowledge.wiki.build import BuildFailed, BuildReport, build_generation, source_statuses
 from memhub.knowledge.wiki.snapshot import WikiSnapshot
@@ -71,12 +75,16 @@ class WikiBuilds:
     files: WikiFiles
     snapshots: SnapshotCache
     public_url: str
-    workers: int = 1
+    limits: QueueLimits = field(default_factory=QueueLimits)
     llm: LLMConfig | None = None  # for `index: "ai"` builds
-    pool: BuildPool = field(init=False)
+    pool: BuildQueue = field(init=False)
 
     def __post_init__(self) -> None:
-        self.pool = BuildPool(self.workers, "wiki-build")
+        self.pool = BuildQueue("wiki builds", self.limits)
+
+    def reserve(self, service_id: str) -> AbstractContextManager[Reservation]:
+        """A place in the tenant's build line, taken before anything is written (429 when its line is full)."""
+        return self.pool.reserve(service_id)
 
     def queue(
         self, w: MetaWriter, row: Row, *, force: bool = False, index_mode: IndexMode = "rules"
@@ -89,13 +97,28 @@ class WikiBuilds:
             return None
         return BuildJob(w.service_id, row["wiki_id"], mark_queued(w, MetaKind.WIKI, row), index_mode)
 
-    def submit(self, job: BuildJob) -> None:
-        """Run the build in the background (call it after the transaction that queued it commits)."""
-        self.pool.submit(self.run, job)
+    def submit(self, job: BuildJob, place: Reservation | None = None) -> Future[BuildReport | None]:
+        """Run the build in the background, in its `reserve`d place (call it after the transaction that queued
+        it commits); the future of its report (None when it failed)."""
 
-    def run(self, job: BuildJob) -> BuildReport | None:
-        """Run one build; never raises (a failure is recorded on the wiki)."""
-        row = self._set(job, {"status": "processing", "internal_status": "ingesting"})
+        def run(deadline: Deadline) -> BuildReport | None:
+            return self.run(job, deadline)
+
+        def timed_out(limit: float) -> None:
+            reason = (
+                f"build timed out after {limit:g} s (limit {self.limits.time_setting}); "
+                "ingest again, or split the sources"
+            )
+            fail_if_busy(self.store, MetaKind.WIKI, job.service_id, job.wiki_id, job.seq, reason)
+
+        if place is None:
+            return self.pool.submit(job.service_id, run, timed_out)
+        return place.submit(run, timed_out)
+
+    def run(self, job: BuildJob, deadline: Deadline) -> BuildReport | None:
+        """Run one build; never raises (a failure is recorded on the wiki). Past its deadline its result is
+        discarded (the generation is written whole first: the build cannot stop half-way)."""
+        row = self._set(job, {"status": "processing", "internal_status": "ingesting"}, deadline)
         if row is None:
             return None
         target = self.files.generation_dir(job.service_id, job.wiki_id, job.seq)
@@ -108,27 +131,30 @@ class WikiBuilds:
             report = build_generation(source_root(self.files, job.service_id, row), target, previous, describe=describe)
             snapshot = WikiSnapshot(job.seq, target)  # loaded before the switch, so the first query is fast
         except BuildFailed as exc:
-            self._fail(job, exc.reason)
+            self._fail(job, exc.reason, deadline)
             return None
         except Exception as exc:  # a bug or a disk error must end as `failed`, not as a wiki stuck in processing
             log.exception("wiki build %s/%s failed", job.service_id, job.wiki_id)
-            self._fail(job, f"build failed: {type(exc).__name__}: {exc}")
+            self._fail(job, f"build failed: {type(exc).__name__}: {exc}", deadline)
             return None
         finally:
             if client is not None:
                 client.close()
-        if not self._commit(job, report, snapshot):
+        if not self._commit(job, report, snapshot, deadline):
             self._discard(job)
             return None
         self.files.prune_generations(job.service_id, job.wiki_id, keep=job.seq)
         return report
 
-    def _set(self, job: BuildJob, changes: Row) -> Row | None:
-        """Update the wiki if it still exists and no newer build was queued; the row after, or None."""
+    def _set(self, job: BuildJob, changes: Row, deadline: Deadline) -> Row | None:
+        """Update the wiki if it still exists, no newer build was queued and this one was not stopped at its
+        time limit; the row after, or None."""
+        if deadline.stopped.is_set():
+            return None
         return set_if_current(self.store, MetaKind.WIKI, job.service_id, job.wiki_id, job.seq, changes)
 
-    def _fail(self, job: BuildJob, reason: str) -> None:
-        self._set(job, {"status": "failed", "internal_status": None, "sync_error": reason[:SYNC_ERROR_MAX]})
+    def _fail(self, job: BuildJob, reason: str, deadline: Deadline) -> None:
+        self._set(job, {"status": "failed", "internal_status": None, "sync_error": reason[:SYNC_ERROR_MAX]}, deadline)
         self._discard(job)
 
     def _discard(self, job: BuildJob) -> None:
@@ -143,14 +169,14 @@ class WikiBuilds:
             # A newer build is queued: only this build's own directory goes.
             shutil.rmtree(self.files.generation_dir(job.service_id, job.wiki_id, job.seq), ignore_errors=True)
 
-    def _commit(self, job: BuildJob, report: BuildReport, snapshot: WikiSnapshot) -> bool:
+    def _commit(self, job: BuildJob, report: BuildReport, snapshot: WikiSnapshot, deadline: Deadline) -> bool:
         """The blue/green switch: one transaction points the wiki at the new generation and registers it."""
         now = now_iso()
         statuses = source_statuses(report)
         with self.store.writing(job.service_id) as w:
             row = w.get(MetaKind.WIKI, job.wiki_id)
-            if row is None or row["build_seq"] != job.seq:
-                return False  # deleted, or superseded by a newer build, meanwhile
+            if row is None or row["build_seq"] != job.seq or deadline.stopped.is_set():
+                return False  # deleted, superseded by a newer build, or past the time limit, meanwhile
             root = source_root(self.files, job.service_id, row)
             for name, (status, reason) in statuses.items():
                 record_status(w, job.wiki_id, name, status, reason, report.hashes.get(name), file_size(root, name), now)

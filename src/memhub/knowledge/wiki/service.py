@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memhub.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
 from memhub.knowledge.access import delete_batch, gated, require_member, visible
+from memhub.knowledge.build_queue import QueueLimits
 from memhub.knowledge.lifecycle import BUSY_STATUSES, busy, stale
 from memhub.knowledge.source_roots import local_source_dir
 from memhub.knowledge.wiki.builds import IndexMode, WikiBuilds, register_wiki
@@ -75,7 +77,7 @@ class WikiConfig:
     files_root: Path
     public_url: str
     source_roots: tuple[Path, ...] = ()
-    build_workers: int = 1
+    builds: QueueLimits = field(default_factory=QueueLimits)
     llm: LLMConfig | None = None  # for `index: "ai"` ingests
 
 
@@ -93,7 +95,7 @@ class WikiService:
         self.files = WikiFiles(self.config.files_root)
         self.snapshots = SnapshotCache(self.files, self.store)
         self.builds = WikiBuilds(
-            self.store, self.files, self.snapshots, self.config.public_url, self.config.build_workers, self.config.llm
+            self.store, self.files, self.snapshots, self.config.public_url, self.config.builds, self.config.llm
         )
 
     # -- rows, views and access ------------------------------------------------------------------
@@ -301,18 +303,20 @@ class WikiService:
 
     def raw_rm(self, caller: Caller, team_id: str, wiki_id: str, filenames: Sequence[str]) -> Row:
         """Delete source files; their pages go at the rebuild this queues (the last good index serves meanwhile)."""
-        with self.store.writing(caller.service_id) as w:
-            row = self._writable(w, caller, team_id, wiki_id)
-            deleted: list[str] = []
-            for name in dict.fromkeys(filenames):
-                if filename_problem(name) is None and self.files.remove_raw(caller.service_id, wiki_id, name):
-                    w.delete(MetaKind.WIKI_SOURCE, {"wiki_id": wiki_id, "filename": name})
-                    deleted.append(name)
-            audit.record(w, caller, "wiki/raw/rm", [wiki_id], {"filenames": deleted})
-            queued = self.builds.queue(w, row) if deleted else None
+        with ExitStack() as stack:
+            with self.store.writing(caller.service_id) as w:
+                row = self._writable(w, caller, team_id, wiki_id)
+                place = stack.enter_context(self.builds.reserve(caller.service_id))  # 429 here deletes nothing
+                deleted: list[str] = []
+                for name in dict.fromkeys(filenames):
+                    if filename_problem(name) is None and self.files.remove_raw(caller.service_id, wiki_id, name):
+                        w.delete(MetaKind.WIKI_SOURCE, {"wiki_id": wiki_id, "filename": name})
+                        deleted.append(name)
+                audit.record(w, caller, "wiki/raw/rm", [wiki_id], {"filenames": deleted})
+                queued = self.builds.queue(w, row) if deleted else None
+            if queued:
+                self.builds.submit(queued, place)
         pages = [page_id(page_file(n)) for n in deleted if not n.endswith("index.json")]
-        if queued:
-            self.builds.submit(queued)
         return {"deleted_files": deleted, "deleted_pages": pages, "rewritten_pages": []}
 
     # -- pages -------------------------------------------------------------------------------------------
@@ -328,16 +332,18 @@ class WikiService:
             if len(data) > TEXT_FILE_MAX:
                 raise PayloadTooLarge(f"pages[{i}].content: {len(data)} bytes; the limit is {TEXT_FILE_MAX} bytes")
             files.append(RawFile(pid + ".md", data))
-        with self.store.writing(caller.service_id) as w:
-            row = self._writable(w, caller, team_id, wiki_id)
-            now = now_iso()
-            for f in files:
-                self.files.write_raw(caller.service_id, wiki_id, f.filename, f.data)
-                upsert_source(w, wiki_id, f.filename, f.data, caller, now)
-            audit.record(w, caller, "wiki/page/write", [wiki_id], {"files": [f.filename for f in files]})
-            job = self.builds.queue(w, row, force=True)
-        if job:
-            self.builds.submit(job)
+        with ExitStack() as stack:
+            with self.store.writing(caller.service_id) as w:
+                row = self._writable(w, caller, team_id, wiki_id)
+                place = stack.enter_context(self.builds.reserve(caller.service_id))  # 429 here writes nothing
+                now = now_iso()
+                for f in files:
+                    self.files.write_raw(caller.service_id, wiki_id, f.filename, f.data)
+                    upsert_source(w, wiki_id, f.filename, f.data, caller, now)
+                audit.record(w, caller, "wiki/page/write", [wiki_id], {"files": [f.filename for f in files]})
+                job = self.builds.queue(w, row, force=True)
+            if job:
+                self.builds.submit(job, place)
         return {"items": [{"ref": page_id(f.filename), "size": len(f.data)} for f in files], "status": "pending"}
 
     def page_rm(self, caller: Caller, team_id: str, wiki_id: str, refs: Sequence[str]) -> Row:
@@ -362,19 +368,22 @@ class WikiService:
         """
         if index_mode == "ai" and self.config.llm is None:
             raise BadRequest("index: 'ai' needs an LLM (set MEMHUB_LLM_BASE_URL and MEMHUB_LLM_MODEL)")
-        with self.store.writing(caller.service_id) as w:
-            row = self._row(w, caller, wiki_id)
-            if row["status"] in BUSY_STATUSES:
-                raise busy(row)
-            if not row["source_path"] and w.count(MetaKind.WIKI_SOURCE, {"wiki_id": wiki_id}) == 0:
-                raise BadRequest(f"wiki_id: {wiki_id} has no source files; upload some with raw/write first")
-            job = self.builds.queue(w, row, force=True, index_mode=index_mode)
-            audit.record(w, caller, "wiki/ingest", [wiki_id], {"seq": job.seq if job else None, "index": index_mode})
-        assert job is not None
+        with ExitStack() as stack:
+            with self.store.writing(caller.service_id) as w:
+                row = self._row(w, caller, wiki_id)
+                if row["status"] in BUSY_STATUSES:
+                    raise busy(row)
+                if not row["source_path"] and w.count(MetaKind.WIKI_SOURCE, {"wiki_id": wiki_id}) == 0:
+                    raise BadRequest(f"wiki_id: {wiki_id} has no source files; upload some with raw/write first")
+                place = stack.enter_context(self.builds.reserve(caller.service_id))  # 429 here writes nothing
+                job = self.builds.queue(w, row, force=True, index_mode=index_mode)
+                seq = job.seq if job else None
+                audit.record(w, caller, "wiki/ingest", [wiki_id], {"seq": seq, "index": index_mode})
+            assert job is not None
+            built = self.builds.submit(job, place)
         if not wait:
-            self.builds.submit(job)
             return {"wiki_id": wiki_id, "status": "pending"}, False
-        report = self.builds.run(job)
+        report = built.result()
         detail = self.get(caller, wiki_id)
         return {**detail, "report": report.view() if report else None}, True
 
