@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from memhub.knowledge.codegraph.indexer import _FACTS, discover, index_tree
+from memhub.knowledge.codegraph.indexer import _FACTS, MAX_DEPTH, discover, index_tree
 from memhub.knowledge.codegraph.python_facts import extract_python
 from memhub.knowledge.codegraph.resolve import resolve
 from memhub.store.sqlite_graph import SQLiteGraph
@@ -105,6 +105,34 @@ def test_discovery_skips_what_is_not_source(tmp_path: Path) -> None:
         ("pkg/big.py", "too large: 300 bytes (limit 200)"),
         ("pkg/blob.py", "binary content"),
     ]
+
+
+def test_a_tree_a_thousand_directories_deep_is_indexed_down_to_the_depth_bound(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "top.py").write_text("def top():\n    pass\n")
+    chain = [os.path.join(str(root), *["d"] * level) for level in range(1, 1001)]
+    try:
+        # os.makedirs recurses once per level: make the chain one level at a time.
+        for level, path in enumerate(chain, start=1):
+            os.mkdir(path)
+            if level in (MAX_DEPTH, 1000):
+                Path(path, f"level{level}.py").write_text(f"def level{level}():\n    pass\n")
+        files, skipped = discover(root)
+        report = index_tree(root, tmp_path / "g.db")
+    finally:
+        # shutil.rmtree (and pytest's own clean-up of old temporary directories) recurses once per level too.
+        for path in reversed(chain):
+            for name in os.listdir(path):
+                if not os.path.isdir(os.path.join(path, name)):
+                    os.remove(os.path.join(path, name))
+            os.rmdir(path)
+    kept = "/".join(["d"] * MAX_DEPTH)
+    assert [rel for rel, _ in files] == ["top.py", f"{kept}/level{MAX_DEPTH}.py"]
+    reason = f"more than {MAX_DEPTH} directory levels below the root; skipped"
+    assert [(s.path, s.reason) for s in skipped] == [(f"{kept}/d", reason)]
+    assert report.added == ["top.py", f"{kept}/level{MAX_DEPTH}.py"]
+    assert [(s.path, s.reason) for s in report.skipped] == [(f"{kept}/d", reason)]
 
 
 def test_syntax_errors_are_counted_per_file(tmp_path: Path) -> None:

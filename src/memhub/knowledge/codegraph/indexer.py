@@ -39,6 +39,9 @@ log = logging.getLogger("memhub.codegraph")
 
 Extractor = Callable[[str, bytes], FileFacts]
 FILE_MAX_BYTES = 1024 * 1024
+# Directory levels below the root that are indexed; deeper folders are skipped with a reason (real code stays far
+# above this: a Java package path is rarely 20 levels deep).
+MAX_DEPTH = 64
 # Below this many files to parse, starting worker processes costs more than it saves.
 PARALLEL_MIN_FILES = 200
 # A change of up to this many files re-resolves only what it can affect; a bigger one resolves everything.
@@ -90,20 +93,45 @@ class IndexReport:
 
 
 def discover(root: Path, *, max_bytes: int = FILE_MAX_BYTES) -> tuple[list[tuple[str, Path]], list[Skipped]]:
-    """Source files under `root` (relative POSIX path, full path) and the ones skipped with a reason."""
+    """Source files under `root` (relative POSIX path, full path) and the ones skipped with a reason.
+
+    The walk keeps its own stack (os.walk recurses once per level, so a tree ~1,000 directories deep would end
+    the build with a RecursionError), never follows symlinks, and skips directories more than MAX_DEPTH levels
+    down with a reason.
+    """
     extractors = _extractors()
     found: list[tuple[str, Path]] = []
     skipped: list[Skipped] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS)
-        here = Path(dirpath)
-        for name in sorted(filenames):
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    while stack:
+        here, depth = stack.pop()
+        try:
+            with os.scandir(here) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            rel = here.relative_to(root).as_posix()
+            skipped.append(Skipped(rel, f"unreadable: {exc.strerror or exc}"))
+            continue
+        subdirs: list[Path] = []
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") or entry.is_symlink():
+                continue
             full = here / name
-            if full.suffix not in extractors or full.is_symlink() or name.startswith("."):
+            if entry.is_dir(follow_symlinks=False):
+                if name in SKIPPED_DIRS:
+                    continue
+                if depth >= MAX_DEPTH:
+                    reason = f"more than {MAX_DEPTH} directory levels below the root; skipped"
+                    skipped.append(Skipped(full.relative_to(root).as_posix(), reason))
+                else:
+                    subdirs.append(full)
+                continue
+            if full.suffix not in extractors or not entry.is_file(follow_symlinks=False):
                 continue
             rel = full.relative_to(root).as_posix()
             try:
-                size = full.stat().st_size
+                size = entry.stat(follow_symlinks=False).st_size
             except OSError as exc:
                 skipped.append(Skipped(rel, f"unreadable: {exc.strerror or exc}"))
                 continue
@@ -111,6 +139,8 @@ def discover(root: Path, *, max_bytes: int = FILE_MAX_BYTES) -> tuple[list[tuple
                 skipped.append(Skipped(rel, f"too large: {size} bytes (limit {max_bytes})"))
                 continue
             found.append((rel, full))
+        # Depth first, in name order: the same order os.walk(topdown=True) with sorted directories gives.
+        stack.extend((d, depth + 1) for d in reversed(subdirs))
     return found, skipped
 
 
