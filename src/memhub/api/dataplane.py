@@ -64,12 +64,13 @@ class DataPlane:
     meta: MetaServices
     max_body_bytes: int
     strict_isolation: bool
+    body_read_timeout: float | None = None
 
     def endpoint(self, route: DataRoute, *, strict: bool) -> Callable[[Request], Any]:
         async def run(request: Request) -> Response:
             rid = request_id_of(request)
             caller = await self.auth.data_caller(request, rid)
-            raw = await read_json_object(request, self.max_body_bytes)
+            raw = await read_json_object(request, self.max_body_bytes, self.body_read_timeout)
             body = parse_model(route.model, raw)
             isolation = resolve_isolation(caller.service_id, body, request, strict=strict, default_user=caller.user_id)
             data = await run_in_threadpool(

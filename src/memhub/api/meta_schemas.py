@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from memhub.api.schemas import IsoInstant
+from memhub.ids import NO_CONTROL_PATTERN
 from memhub.meta.paging import DEFAULT_LIMIT, MAX_LIMIT, Page
 
 AssetType = Literal["skill", "llm_wiki", "code_graph", "chat_memory"]
@@ -45,11 +46,12 @@ def _one_or_many(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
-Id = Annotated[str, Field(min_length=1, max_length=256)]
-Name = Annotated[str, Field(min_length=1, max_length=256)]
+Id = Annotated[str, Field(min_length=1, max_length=256, pattern=NO_CONTROL_PATTERN)]
+Name = Annotated[str, Field(min_length=1, max_length=256, pattern=NO_CONTROL_PATTERN)]
 Text = Annotated[str, Field(max_length=4096)]
 LongText = Annotated[str, Field(max_length=65_536)]
 JsonText = Annotated[str, Field(max_length=65_536), AfterValidator(_json_text)]
+KeyName = Annotated[str, Field(min_length=1, max_length=128, pattern=NO_CONTROL_PATTERN)]
 IdList = Annotated[list[Id], Field(min_length=1, max_length=1000)]
 VisibilityFilter = Annotated[list[Visibility], Field(min_length=1, max_length=5), BeforeValidator(_one_or_many)]
 Url = Annotated[str, Field(min_length=1, max_length=2048), AfterValidator(_url)]
@@ -133,7 +135,7 @@ class ListByInstance(Paged):
 
 class UserKeyCreate(MetaBody):
     user_id: Id | None = None
-    name: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+    name: KeyName | None = None
     expires_at: IsoInstant | None = None
 
 
@@ -146,7 +148,7 @@ class KeyRef(MetaBody):
 
 
 class UserKeyUpdate(KeyRef):
-    name: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+    name: KeyName | None = None
     expires_at: IsoInstant | None = None
 
 

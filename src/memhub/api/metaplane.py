@@ -92,6 +92,7 @@ class MetaPlane:
     meta: MetaServices
     max_body_bytes: int
     knowledge: KnowledgeServices | None = None
+    body_read_timeout: float | None = None
 
     async def _caller(self, route: MetaRoute, request: Request) -> Caller:
         rid = request_id_of(request)
@@ -111,7 +112,7 @@ class MetaPlane:
             if adopt_request_id:
                 _adopt_inbound_request_id(request)
             caller = await self._caller(route, request)
-            raw = await read_json_object(request, route.max_body_bytes or self.max_body_bytes)
+            raw = await read_json_object(request, route.max_body_bytes or self.max_body_bytes, self.body_read_timeout)
             body = parse_model(route.model, raw)
             data = await run_in_threadpool(route.handler, MetaCall(request, caller, self.meta, self.knowledge), body)
             if isinstance(data, Reply):

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from memhub.api.schemas import MAX_ID_CHARS, Body, IsoInstant
+from memhub.ids import NO_CONTROL_PATTERN
 from memhub.timeutil import parse_iso_ms
 
 MAX_NAME_CHARS = 100
@@ -37,9 +38,9 @@ def _trimmed(limit: int) -> Callable[[str], str]:
     return check
 
 
-Name = Annotated[str, AfterValidator(_trimmed(MAX_NAME_CHARS))]
+Name = Annotated[str, Field(pattern=NO_CONTROL_PATTERN), AfterValidator(_trimmed(MAX_NAME_CHARS))]
 PromptText = Annotated[str, AfterValidator(_trimmed(MAX_PROMPT_CHARS))]
-PromptId = Annotated[str, AfterValidator(_trimmed(MAX_ID_CHARS))]
+PromptId = Annotated[str, Field(pattern=NO_CONTROL_PATTERN), AfterValidator(_trimmed(MAX_ID_CHARS))]
 
 
 def _present(value: str | None) -> str | None:

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
+from memhub.ids import NO_CONTROL_PATTERN
 from memhub.memory.atomic import DEFAULT_PRIORITY, MEMORY_TYPES
 from memhub.memory.paths import path_problem
 from memhub.retrieval.hybrid import SearchOptions
@@ -17,6 +18,9 @@ MAX_QUERY_CHARS = 2048
 MAX_METADATA_BYTES = 4096
 MAX_ID_CHARS = 256
 MAX_DOCUMENT_CHARS = 200_000
+# An idempotency key (body or `Idempotency-Key` header): 1..255 printable ASCII characters.
+IDEMPOTENCY_KEY_PATTERN = r"^[\x20-\x7e]{1,255}$"
+IDEMPOTENCY_KEY_RULE = "must be 1..255 printable ASCII characters"
 
 
 def _iso_instant(value: str) -> str:
@@ -55,7 +59,8 @@ def _safe_prefix(value: str) -> str:
 
 IsoInstant = Annotated[str, AfterValidator(_iso_instant)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_metadata)]
-IdString = Annotated[str, Field(max_length=MAX_ID_CHARS)]
+IdString = Annotated[str, Field(max_length=MAX_ID_CHARS, pattern=NO_CONTROL_PATTERN)]
+MemoryId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS, pattern=NO_CONTROL_PATTERN)]
 FilePath = Annotated[str, AfterValidator(_safe_file_path)]
 AnyPath = Annotated[str, AfterValidator(_safe_any_path)]
 Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS)]
@@ -115,7 +120,7 @@ class ConversationMessage(BaseModel):
 
 class ConversationAdd(Body):
     messages: list[ConversationMessage] = Field(min_length=1, max_length=100)
-    idempotency_key: Annotated[str, Field(min_length=1, max_length=256)] | None = None
+    idempotency_key: Annotated[str, Field(pattern=IDEMPOTENCY_KEY_PATTERN)] | None = None
 
 
 class ConversationQuery(TimeRange, Paging):
@@ -193,7 +198,7 @@ class AtomicAdd(Body):
 
 
 class AtomicUpdate(Body):
-    id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+    id: MemoryId
     content: Content
     background: Annotated[str, Field(max_length=MAX_ID_CHARS)] | None = None
 
@@ -279,4 +284,4 @@ class PipelineFlush(Body):
 
 
 class AtomicHistory(Body):
-    id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+    id: MemoryId
