@@ -157,9 +157,10 @@ def test_control_characters_in_memory_ids_are_refused(gateway: Gateway) -> None:
         ("/v3/atomic/update", {"id": "m_1_a\nb", "content": "x"}),
         ("/v3/atomic/history", {"id": "m_1_a\u2028b"}),
         ("/v3/atomic/delete", {"ids": ["m_1_ab", "m_1_a\x00b"]}),
+        ("/v3/chat-memory/clear", {"memory_ids": ["chat_memory-t-a", "chat_memory-t-\x1bb"]}),
     ]:
         envelope = gateway.fails(path, body, 400)
-        field = "ids[1]" if path.endswith("delete") else "id"
+        field = {"/v3/atomic/delete": "ids[1]", "/v3/chat-memory/clear": "memory_ids[1]"}.get(path, "id")
         assert envelope["message"] == f"{field}: {NO_CONTROL}", path
 
 
@@ -208,3 +209,15 @@ def test_text_fields_keep_their_line_breaks(gateway: Gateway) -> None:
     # Only ids and names are single-line: content, descriptions and prompts may hold newlines and tabs.
     gateway.ok(ADD, {"session_id": "s1", "messages": [{"role": "user", "content": "line 1\n\tline 2"}]})
     assert gateway.ok("/v3/conversation/query", {})["messages"][0]["content"] == "line 1\n\tline 2"
+
+
+# -- integers the store can keep -----------------------------------------------------------------------
+def test_integers_past_64_bits_are_refused_not_a_500(gateway: Gateway) -> None:
+    # SQLite keeps 64-bit integers; a bigger id used to reach it and fail there.
+    envelope = gateway.fails("/v3/pipeline/replay", {"job_ids": [1, 2**63]}, 400)
+    assert envelope["message"] == f"job_ids[1]: must be <= {2**63 - 1}"
+    assert gateway.ok("/v3/pipeline/replay", {"job_ids": [2**63 - 1]}) == {"replayed": 0}
+    org = Org(gateway)
+    body = {"asset_id": "skill-1", "version": 2**64}
+    envelope = org.fails(org.admin, "/v3/meta/asset/update", body, 400)
+    assert envelope["message"] == f"version: must be <= {2**63 - 1}"

@@ -9,13 +9,12 @@ from dataclasses import replace
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.openapi.utils import get_openapi
-from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
 from memhub import __version__
+from memhub.api import openapi
 from memhub.api.auth import Authenticator
 from memhub.api.dataplane import DataPlane, DataRoute
 from memhub.api.envelope import JSONResponse, error
@@ -189,19 +188,12 @@ def create_app(
             r.model
             for r in (*DATA_ROUTES, *v3_only, *META_ROUTES, *INTERNAL_ROUTES, *context_routes, *chat_memory_routes)
         ]
-    app.openapi = lambda: _openapi(app, models)  # type: ignore[method-assign]
+
+    def openapi_document() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = openapi.document(app, models)
+        return app.openapi_schema
+
+    app.openapi = openapi_document  # type: ignore[method-assign]
     app.add_middleware(GatewayMiddleware, cors=cors)
     return app
-
-
-def _openapi(app: FastAPI, models: list[type[BaseModel]]) -> dict[str, Any]:
-    if app.openapi_schema:
-        return app.openapi_schema
-    schema = get_openapi(title=app.title, version=app.version, routes=app.routes)
-    components = schema.setdefault("components", {}).setdefault("schemas", {})
-    for model in models:
-        model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-        components.update(model_schema.pop("$defs", {}))
-        components[model.__name__] = model_schema
-    app.openapi_schema = schema
-    return schema

@@ -1,8 +1,8 @@
 """Reading request bodies: size limit, read deadline, gzip/deflate, JSON objects only.
 
 The JSON is the strict subset every client library writes: no NaN or Infinity (Python's `json` accepts
-them and would echo them back as invalid JSON), and at most MAX_DEPTH levels of nesting (a deeply
-nested body would otherwise exhaust the parser's recursion).
+them and would echo them back as invalid JSON), no unpaired surrogate escapes (text that cannot be encoded),
+and at most MAX_DEPTH levels of nesting (a deeply nested body would otherwise exhaust the parser's recursion).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 import zlib
 from typing import Any
 
@@ -23,6 +24,13 @@ MAX_DEPTH = 64
 # Integral floats up to 2**53 read as integers (`5.0` is `5`), as the original's JavaScript server reads
 # them: integer fields accept what any JSON encoder may write for a whole number.
 _SAFE_INTEGER = 2**53
+
+
+# JSON may escape half of a UTF-16 pair on its own; Python then holds a string that cannot be encoded
+# (stored, logged or sent), so such text is refused at the door.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")
+UNPAIRED = "be valid Unicode (an unpaired surrogate escape is not a character)"
 
 
 class _NonFinite:
@@ -91,9 +99,14 @@ def _problem(value: Any) -> tuple[str, str] | None:
         loc, item = stack.pop()
         if isinstance(item, _NonFinite):
             return field_path(loc), f"must be a finite number ({item.text} is not valid JSON)"
+        if isinstance(item, str) and _SURROGATE.search(item):
+            return field_path(loc), f"must {UNPAIRED}"
         if isinstance(item, dict | list) and len(loc) >= MAX_DEPTH:
             return field_path(loc), f"must not nest arrays and objects deeper than {MAX_DEPTH} levels"
         if isinstance(item, dict):
+            for key in item:
+                if _SURROGATE.search(key):
+                    return field_path(loc), f"keys must {UNPAIRED}"
             stack.extend(((*loc, k), v) for k, v in reversed(item.items()))
         elif isinstance(item, list):
             stack.extend(((*loc, i), v) for i, v in reversed(list(enumerate(item))))
@@ -123,8 +136,9 @@ def parse_json(raw: bytes) -> Any:
         raise BadRequest(f"{INVALID_JSON}: nested deeper than {MAX_DEPTH} levels") from None
     except (ValueError, UnicodeDecodeError):
         raise BadRequest(INVALID_JSON) from None
-    # Fewer brackets than the limit cannot nest past it: most bodies skip the walk.
-    if found or raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:
+    # Fewer brackets than the limit cannot nest past it, and without a \uD8xx-\uDFxx escape no string
+    # holds a surrogate: most bodies skip the walk.
+    if found or raw.count(b"[") + raw.count(b"{") > MAX_DEPTH or _SURROGATE_ESCAPE.search(raw):
         problem = _problem(value)
         if problem is not None:
             raise FieldError(*problem)

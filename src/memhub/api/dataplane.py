@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fastapi import FastAPI
-from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -20,6 +19,7 @@ from memhub.api.auth import Authenticator
 from memhub.api.body import read_json_object
 from memhub.api.envelope import ok, request_id_of
 from memhub.api.isolation import resolve_isolation
+from memhub.api.openapi import post_operation
 from memhub.api.schemas import Body
 from memhub.api.validation import parse_model
 from memhub.memory.services import MemoryServices
@@ -93,26 +93,30 @@ class DataPlane:
             mounts = [("/v3", self.strict_isolation)] + ([("/v2", False)] if route.v2 else [])
             for prefix, strict in mounts:
                 tag = prefix.strip("/")
+                openapi = post_operation(route.model, security="data")
                 mount_post(
-                    app, f"{prefix}/{route.path}", self.endpoint(route, strict=strict), route.model, tag, route.summary
+                    app, f"{prefix}/{route.path}", self.endpoint(route, strict=strict), openapi, tag, route.summary
                 )
 
 
 def mount_post(
-    app: FastAPI, path: str, endpoint: Callable[[Request], Any], model: type[BaseModel], tag: str, summary: str
+    app: FastAPI,
+    path: str,
+    endpoint: Callable[[Request], Any],
+    openapi: dict[str, Any],
+    tag: str,
+    summary: str,
+    *,
+    status: int = 200,
 ) -> None:
-    """A POST route whose OpenAPI entry names its body model (validated by hand, not by FastAPI)."""
+    """A POST route whose OpenAPI entry (memhub.api.openapi) names its body model, validated by hand."""
     app.add_api_route(
         path,
         endpoint,
         methods=["POST"],
         summary=summary or None,
         tags=[tag],
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}},
-            }
-        },
+        openapi_extra=openapi,
         name=f"{tag}:{path}",
+        status_code=status,  # the document's first success status (FastAPI adds it by default)
     )

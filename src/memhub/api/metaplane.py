@@ -23,6 +23,7 @@ from memhub.api.body import read_json_object
 from memhub.api.dataplane import mount_post
 from memhub.api.envelope import ok, request_id_of
 from memhub.api.meta_schemas import MetaBody
+from memhub.api.openapi import post_operation
 from memhub.api.validation import parse_model
 from memhub.knowledge.services import KnowledgeServices
 from memhub.meta.caller import Caller
@@ -73,6 +74,7 @@ class MetaRoute:
     guard: Guard = Guard.USER
     summary: str = ""
     max_body_bytes: int | None = None  # None: the plane's limit
+    statuses: tuple[int, ...] = (200,)  # the success statuses it answers (201 created, 202 accepted)
 
 
 def _adopt_inbound_request_id(request: Request) -> None:
@@ -126,4 +128,17 @@ class MetaPlane:
         """Register each route under the prefix."""
         for route in routes:
             endpoint = self.endpoint(route, adopt_request_id=prefix.startswith(("/v3/meta", "/v3/internal/")))
-            mount_post(app, f"{prefix}/{route.path}", endpoint, route.model, tag, route.summary)
+            openapi = post_operation(
+                route.model,
+                security=self._security(route.guard),
+                statuses=route.statuses,
+                service_required=route.guard is not Guard.GATEWAY,  # instance bootstrap may name it in the body
+            )
+            mount_post(app, f"{prefix}/{route.path}", endpoint, openapi, tag, route.summary, status=route.statuses[0])
+
+    def _security(self, guard: Guard) -> str:
+        if guard is Guard.USER:
+            return "user"
+        if guard is Guard.TOOLS and self.auth.open_tools:
+            return "open"
+        return "gateway" if guard is Guard.GATEWAY else "data"
