@@ -42,7 +42,8 @@ def wiki_filename(extensions: frozenset[str] | set[str], index_file: str | None 
     return rf"^(?:{_VISIBLE}/)*(?:{_VISIBLE}\.(?:{types}){index})$"
 
 
-# A page ref: visible segments (a structure page such as index or log cannot be written or removed).
+# A page ref: visible segments. The structure pages (index, schema, purpose, log, overview) cannot be written
+# or removed either; the pattern leaves that to the route's description.
 WIKI_REF = rf"^(?:{_VISIBLE}/)*{_VISIBLE}$"
 
 

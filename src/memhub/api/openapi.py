@@ -62,7 +62,8 @@ SECURITY_SCHEMES = {
     },
     "userKey": {"type": "apiKey", "in": "header", "name": USER_KEY_HEADER, "description": "A user key"},
 }
-# Which credentials each kind of route takes; an empty requirement means none.
+# Which credentials each kind of route takes; an empty requirement means none. The management plane wants a
+# user key: in its header beside the gateway key, or as the Bearer token itself.
 SECURITY: dict[str, list[dict[str, list[str]]]] = {
     "data": [{"bearer": []}],
     "user": [{"bearer": [], "userKey": []}, {"bearer": []}],
