@@ -50,6 +50,11 @@ class NotFound(MemhubError):
     default_message = "Not found"
 
 
+class RequestTimeout(MemhubError):
+    code = 408
+    default_message = "Request timeout"
+
+
 class Conflict(MemhubError):
     code = 409
     default_message = "Conflict"

@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
+
+# Characters no id or name may hold: C0 and C1 controls, DEL, and the Unicode line and paragraph
+# separators. They would break log lines, HTTP headers and the prompts ids and names are rendered into.
+CONTROL_CLASS = r"\x00-\x1f\x7f-\x9f\u2028\u2029"
+# The rule as a pattern (JSON Schema, Python and pydantic's regex engine all read it alike).
+NO_CONTROL_PATTERN = f"^[^{CONTROL_CLASS}]*$"
+NO_CONTROL_RULE = "must not contain control characters"
+_CONTROL = re.compile(f"[{CONTROL_CLASS}]")
+
+
+def has_control(value: str) -> bool:
+    """True when the text holds a character no id or name may contain."""
+    return _CONTROL.search(value) is not None
 
 
 def request_id() -> str:

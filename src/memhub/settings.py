@@ -42,6 +42,8 @@ class Settings(BaseSettings):
         ge=1024,
         validation_alias=_names("MEMHUB_MAX_BODY_BYTES", "MEMORY_MAX_BODY_BYTES"),
     )
+    # How long a client may take to send a request body once its headers are in (408 after that).
+    body_read_timeout_seconds: float = Field(30.0, gt=0, validation_alias=_names("MEMHUB_BODY_READ_TIMEOUT_SECONDS"))
     db_busy_timeout_ms: int = Field(10_000, ge=0, validation_alias=_names("MEMHUB_DB_BUSY_TIMEOUT_MS"))
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list, validation_alias=_names("MEMHUB_CORS_ORIGINS", "TDAI_CORS_ORIGINS")

@@ -196,11 +196,20 @@ def test_update_of_an_unknown_id_is_404(gateway: Gateway, prefix: str) -> None:
 
 
 @pytest.mark.parametrize("field", ["user_id", "agent_id", "team_id", "task_id"])
-def test_update_of_another_owners_memory_is_403(gateway: Gateway, field: str) -> None:
+def test_update_of_another_owners_memory_answers_as_an_unknown_id(gateway: Gateway, field: str) -> None:
     memory = remember(gateway, "owned by user-1", isolation={**ISO, "task_id": "t1"})
     intruder = {**ISO, "task_id": "t1", field: "someone-else"}
-    gateway.fails("/v3/atomic/update", {"id": memory["id"], "content": "hijacked"}, 403, isolation=intruder)
-    gateway.fails("/v2/atomic/update", {"id": memory["id"], "content": "hijacked"}, 403, isolation=intruder)
+    unknown = "m_1_deadbeef"
+    for prefix in ("/v3", "/v2"):
+        # A 403 would confirm that the id exists somewhere: the answer is the one for an unknown id.
+        foreign = gateway.fails(
+            f"{prefix}/atomic/update", {"id": memory["id"], "content": "hijacked"}, 404, isolation=intruder
+        )
+        missing = gateway.fails(
+            f"{prefix}/atomic/update", {"id": unknown, "content": "hijacked"}, 404, isolation=intruder
+        )
+        assert foreign["message"].replace(memory["id"], unknown) == missing["message"]
+        assert set(foreign) == set(missing)
     item = by_id(gateway, memory["id"], isolation={**ISO, "task_id": "t1"})
     assert (item["content"], item["version"]) == ("owned by user-1", 0)
     assert stored(gateway) == (1, 0)
@@ -356,7 +365,7 @@ ADD_CASES = [
     ("priority-high", {"priority": 101}, "priority"),
     ("priority-string", {"priority": "50"}, "priority"),
     ("priority-bool", {"priority": True}, "priority"),
-    ("priority-float", {"priority": 50.0}, "priority"),
+    ("priority-float", {"priority": 50.5}, "priority"),
     ("background-257", {"background": LONG}, "background"),
     ("background-int", {"background": 5}, "background"),
     ("sources-string", {"source_message_ids": "msg-1"}, "source_message_ids"),

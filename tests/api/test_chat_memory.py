@@ -372,32 +372,38 @@ def test_a_user_key_clears_only_what_its_user_owns(world: World) -> None:
     assert world.clear([mine], world.alice)["items"][0]["l0_deleted"] == 6
 
 
-def test_a_user_key_without_rights_is_403_and_nothing_is_deleted(world: World) -> None:
+def test_a_user_key_without_rights_is_refused_and_nothing_is_deleted(world: World) -> None:
     world.seed(world.a)
     memory_id = world.memory_id(world.a)
-    message = (
-        f"memory_ids[0]: permission_denied: only the owner of {memory_id} or a user granted delete on it may clear it"
+    # A private asset does not exist for those who may not read it: the answer is the one for an unknown id.
+    unknown = f"memory_ids[0]: chat memory not found: {memory_id}"
+    envelope = _refused(world, world.bob, {"memory_ids": [memory_id]}, 404, unknown)
+    assert envelope["data"]["items"][0]["reason"] == "not_found"
+    _refused(
+        world, world.bob, {"memory_ids": ["chat_memory-nope"]}, 404, unknown.replace(memory_id, "chat_memory-nope")
     )
-    envelope = _refused(world, world.bob, {"memory_ids": [memory_id]}, 403, message)
-    assert envelope["data"]["items"][0]["reason"] == "permission_denied"
     # Even a team admin has no `delete` by role, and a system admin is no owner.
     world.org.join(world.team, world.alice, world.carol, "admin")
-    _refused(world, world.carol, {"memory_ids": [memory_id]}, 403, message)
-    _refused(world, world.org.admin, {"memory_ids": [memory_id]}, 403, message)
+    _refused(world, world.carol, {"memory_ids": [memory_id]}, 404, unknown)
+    _refused(world, world.org.admin, {"memory_ids": [memory_id]}, 404, unknown)
+    # Shared with the team, members may read it, so they learn that they may not clear it.
+    world.org.ok(world.alice, "/v3/meta/asset/update", {"asset_id": memory_id, "visibility": "team"})
+    denied = (
+        f"memory_ids[0]: permission_denied: only the owner of {memory_id} or a user granted delete on it may clear it"
+    )
+    envelope = _refused(world, world.bob, {"memory_ids": [memory_id]}, 403, denied)
+    assert envelope["data"]["items"][0]["reason"] == "permission_denied"
+    _refused(world, world.carol, {"memory_ids": [memory_id]}, 403, denied)
 
 
-def test_one_forbidden_id_fails_the_request_and_nothing_is_deleted(world: World) -> None:
+def test_one_foreign_id_fails_the_request_and_nothing_is_deleted(world: World) -> None:
     world.seed(world.a)
     world.seed(world.c, world.other_team)
     mine, carols = world.memory_id(world.a), world.memory_id(world.c, world.other_team)
     envelope = _refused(
-        world,
-        world.alice,
-        {"memory_ids": [mine, carols]},
-        403,
-        f"memory_ids[1]: permission_denied: only the owner of {carols} or a user granted delete on it may clear it",
+        world, world.alice, {"memory_ids": [mine, carols]}, 404, f"memory_ids[1]: chat memory not found: {carols}"
     )
-    assert [i["reason"] for i in envelope["data"]["items"]] == ["not_attempted", "permission_denied"]
+    assert [i["reason"] for i in envelope["data"]["items"]] == ["not_attempted", "not_found"]
 
 
 def test_an_acl_grant_of_delete_lets_another_member_clear(world: World) -> None:

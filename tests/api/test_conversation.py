@@ -448,7 +448,6 @@ READ_CASES = [
             ("limit-101", {"limit": 101}, "limit"),
             ("limit-string", {"limit": "5"}, "limit"),
             ("limit-float", {"limit": 1.5}, "limit"),
-            ("limit-whole-float", {"limit": 5.0}, "limit"),
             ("limit-bool", {"limit": True}, "limit"),
             ("limit-null", {"limit": None}, "limit"),
         ]
@@ -465,7 +464,8 @@ DELETE_CASES = [
     ("message-ids-empty", {"message_ids": []}, "message_ids"),
     ("session-ids-empty", {"session_ids": []}, "session_ids"),
     ("both-empty", {"message_ids": [], "session_ids": []}, "message_ids"),
-    ("whitespace-ids", {"message_ids": ["  ", "", "\t"]}, "message_ids"),
+    ("whitespace-ids", {"message_ids": ["  ", ""]}, "message_ids"),
+    ("control-character-id", {"message_ids": ["msg-1\t"]}, "message_ids[0]"),
     ("whitespace-sessions", {"session_ids": [" "]}, "message_ids"),
     ("5001-message-ids", {"message_ids": [f"msg-{i:012x}" for i in range(5001)]}, "message_ids"),
     ("101-session-ids", {"session_ids": ["seed", *[f"s{i}" for i in range(100)]]}, "session_ids"),

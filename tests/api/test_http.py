@@ -277,6 +277,7 @@ def test_get_on_a_post_route_is_405_envelope(gateway: Gateway, path: str) -> Non
     response = gateway.client.get(path, headers=gateway.headers())
     assert response.status_code == 405
     assert response.json()["code"] == 405
+    assert response.headers["allow"] == "POST"  # RFC 9110: a 405 names the methods the path takes
     assert REQUEST_ID.match(response.json()["request_id"])
 
 

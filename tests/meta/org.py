@@ -5,9 +5,11 @@ Everything goes through the real HTTP app (tests/conftest.py build_gateway); not
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
+from memhub.store.sqlite import DB_FILENAME
 from tests.conftest import Gateway
 
 
@@ -108,6 +110,15 @@ def rows(source: Org | Gateway, sql: str, *args: Any) -> list[tuple[Any, ...]]:
     """The rows of a read-only query on the store, as tuples."""
     gw = source.gw if isinstance(source, Org) else source
     return [tuple(r) for r in gw.store._reader().execute(sql, args)]
+
+
+def lapse_key(source: Org | Gateway, key_id: str, expired_at: str = "2001-01-01T00:00:00Z") -> None:
+    """Let a user key's expiry pass: the API refuses expiries in the past, so time passing is written directly."""
+    gw = source.gw if isinstance(source, Org) else source
+    with sqlite3.connect(gw.data_dir / DB_FILENAME) as db:
+        changed = db.execute("UPDATE meta_user_keys SET expires_at = ? WHERE key_id = ?", (expired_at, key_id))
+        assert changed.rowcount == 1, key_id
+    db.close()
 
 
 def table_snapshot(gw: Gateway) -> dict[str, list[str]]:

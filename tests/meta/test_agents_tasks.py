@@ -402,8 +402,8 @@ def test_create_task_refusals(crew: Crew) -> None:
         alice,
         path,
         {**base, "linked_agents": [{"agent_id": mine}, {"agent_id": foreign}]},
-        403,
-        f"agent_team_mismatch: agent {foreign} not in team {crew.team}",
+        404,
+        f"agent_not_found: agent not found: {foreign}",  # alice may not see it: as if it did not exist
     )
     refused(
         org,
@@ -425,6 +425,16 @@ def test_create_task_refusals(crew: Crew) -> None:
     refused(org, crew.carol, path, {**base, "creator_user_id": crew.carol.user_id}, 403, NOT_MEMBER)
     refused(
         org, alice, path, {**base, "team_id": "team-nothing000"}, 404, "team_not_found: team not found: team-nothing000"
+    )
+    # Once alice may see the foreign agent, linking it to a task of another team is a plain mismatch.
+    org.join(crew.other_team, crew.carol, alice)
+    refused(
+        org,
+        alice,
+        path,
+        {**base, "linked_agents": [{"agent_id": foreign}]},
+        403,
+        f"agent_team_mismatch: agent {foreign} not in team {crew.team}",
     )
 
 
@@ -547,8 +557,8 @@ def test_link_unlink_and_list_task_agents(crew: Crew) -> None:
         alice,
         "/v3/meta/task-agent/link",
         {"task_id": t, "agent_id": foreign},
-        403,
-        f"agent_team_mismatch: agent {foreign} not in team {crew.team}",
+        404,
+        f"agent_not_found: agent not found: {foreign}",  # alice may not see it: as if it did not exist
     )
     refused(org, crew.dave, "/v3/meta/task-agent/link", {"task_id": t, "agent_id": agent}, 403, NOT_OWNER)
     refused(

@@ -357,8 +357,10 @@ def test_bindability(t: Team) -> None:
     path = "/v3/meta/agent-fixed-asset/set"
     ok = ["b-team", "c-team", "b-agent", "b-private"]
     assert t.org.ok(t.bob, path, {"agent_id": agent, "bindings": [_binding(a, t.bob) for a in ok]}) == {"ok": True}
+    # Another owner's private asset does not exist for bob: the answer for an unknown id, not a 409.
+    unreadable = {"agent_id": agent, "bindings": [_binding("b-team", t.bob), _binding("c-private", t.bob)]}
+    refused(t.org, t.bob, path, unreadable, 404, "asset_not_found: asset not found: c-private")
     for asset_id, visibility in (
-        ("c-private", "private"),  # another owner's private asset
         ("b-task", "task"),
         ("b-restricted", "restricted"),
         ("b-elsewhere-team", "team"),  # another team
@@ -410,7 +412,8 @@ def test_set_refusals(t: Team) -> None:
     path = "/v3/meta/agent-fixed-asset/set"
     body = {"agent_id": agent, "bindings": [_binding("x", t.bob)]}
     refused(t.org, t.carol, path, body, 403, "permission_denied: caller is not team admin")
-    refused(t.org, t.otto, path, body, 403, "permission_denied: not a team member")
+    # To a non-member the agent does not exist: the answer for an unknown id.
+    refused(t.org, t.otto, path, body, 404, f"agent_not_found: agent not found: {agent}")
     refused(t.org, t.bob, path, {**body, "agent_id": "agt-nope"}, 404, "agent_not_found: agent not found: agt-nope")
     missing = {"agent_id": agent, "bindings": [_binding("x", t.bob), _binding("nope", t.bob)]}
     refused(t.org, t.bob, path, missing, 404, "asset_not_found: asset not found: nope")
@@ -430,13 +433,14 @@ def test_fixed_asset_list_needs_membership(t: Team) -> None:
     agent = t.org.agent(t.bob, t.team_id, "helper")
     path = "/v3/meta/agent-fixed-asset/list"
     assert t.org.ok(t.carol, path, {"agent_id": agent})["total"] == 1
-    refused(t.org, t.otto, path, {"agent_id": agent}, 403, "permission_denied: not a team member")
-    refused(t.org, t.org.admin, path, {"agent_id": agent}, 403, "permission_denied: not a team member")
+    # To a non-member the agent does not exist: the answer for an unknown id.
+    unknown = f"agent_not_found: agent not found: {agent}"
+    refused(t.org, t.otto, path, {"agent_id": agent}, 404, unknown)
+    refused(t.org, t.org.admin, path, {"agent_id": agent}, 404, unknown)
+    refused(t.org, t.otto, path, {"agent_id": "agt-nope"}, 404, "agent_not_found: agent not found: agt-nope")
     detail = "/v3/meta/agent-fixed-asset/list-with-detail"
-    refused(t.org, t.otto, detail, {"agent_id": agent}, 403, "permission_denied: not a team member")
-    refused(
-        t.org, t.otto, detail, {"agent_id": agent, "touch_usage": True}, 403, "permission_denied: not a team member"
-    )
+    refused(t.org, t.otto, detail, {"agent_id": agent}, 404, unknown)
+    refused(t.org, t.otto, detail, {"agent_id": agent, "touch_usage": True}, 404, unknown)
     assert t.org.ok(t.carol, detail, {"agent_id": agent})["total"] == 1
 
 
@@ -658,9 +662,11 @@ def test_acl_list_owner_or_team_admin(t: Team) -> None:
         assert stamps == sorted(stamps, reverse=True)
     page = t.org.ok(t.bob, path, {"asset_id": "a1", "limit": 1, "offset": 2})
     assert len(page["items"]) == 1 and page["total"] == 3
+    # Carol may read the asset (an ACL entry), so she learns she may not list its ACL; to those who may not
+    # read it the asset does not exist.
     refused(t.org, t.carol, path, {"asset_id": "a1"}, 403, "permission_denied: caller is not team admin")
-    refused(t.org, t.rita, path, {"asset_id": "a1"}, 403, "permission_denied: caller is not team admin")
-    refused(t.org, t.otto, path, {"asset_id": "a1"}, 403, "permission_denied: not a team member")
+    refused(t.org, t.rita, path, {"asset_id": "a1"}, 404, "asset_not_found: asset not found: a1")
+    refused(t.org, t.otto, path, {"asset_id": "a1"}, 404, "asset_not_found: asset not found: a1")
     refused(t.org, t.bob, path, {"asset_id": "nope"}, 404, "asset_not_found: asset not found: nope")
 
 

@@ -280,9 +280,20 @@ def test_knowledge_validation(c: Crew) -> None:
 def test_knowledge_get_update(c: Crew) -> None:
     c.org.ok(c.bob, "/v3/knowledge/create", _kb(c, summary="s", branch="main"))
     refused(c.org, c.bob, "/v3/knowledge/get", {"knowledge_id": "nope"}, 404, "Knowledge not found")
+    # Carol is not in kb-1's team: to her it does not exist, whichever team_id she names.
     refused(
         c.org,
         c.carol,
+        "/v3/knowledge/get",
+        {"knowledge_id": "kb-1", "team_id": c.other_team},
+        404,
+        "Knowledge not found",
+    )
+    # Alice may see kb-1, so naming another team is a plain mismatch.
+    c.org.join(c.other_team, c.carol, c.alice)
+    refused(
+        c.org,
+        c.alice,
         "/v3/knowledge/get",
         {"knowledge_id": "kb-1", "team_id": c.other_team},
         403,
@@ -316,6 +327,14 @@ def test_knowledge_get_update(c: Crew) -> None:
     refused(
         c.org,
         c.carol,
+        "/v3/knowledge/update",
+        {"knowledge_id": "kb-1", "team_id": c.other_team, "name": "x"},
+        404,
+        "Knowledge not found",
+    )
+    refused(
+        c.org,
+        c.alice,
         "/v3/knowledge/update",
         {"knowledge_id": "kb-1", "team_id": c.other_team, "name": "x"},
         403,

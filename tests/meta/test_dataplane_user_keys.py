@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Gateway
-from tests.meta.org import Member, Org, table_snapshot
+from tests.meta.org import Member, Org, lapse_key, table_snapshot
 
 HELLO = [{"role": "user", "content": "hello from the owner about paris"}]
 
@@ -94,7 +94,9 @@ def _tenant(gw: Gateway) -> Tenant:
     second = org.ok(bob, "/v3/meta/user-key/create", {"name": "to revoke"})
     org.ok(bob, "/v3/meta/user-key/revoke", {"key_id": second["key_id"]})
     t.revoked_key = second["key_value"]
-    t.expired_key = org.ok(bob, "/v3/meta/user-key/create", {"expires_at": "2020-01-01T00:00:00Z"})["key_value"]
+    lapsing = org.ok(bob, "/v3/meta/user-key/create", {"expires_at": "2999-01-01T00:00:00Z"})
+    lapse_key(org, lapsing["key_id"])
+    t.expired_key = lapsing["key_value"]
     elsewhere = Org(gw, service=f"svc-{uuid.uuid4().hex[:10]}")
     t.foreign_key = elsewhere.user("bob").key
     zed = org.user("zed")

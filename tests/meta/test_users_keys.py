@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tests.meta.org import Member, Org, table_snapshot
+from tests.meta.org import Member, Org, lapse_key, table_snapshot
 from tests.meta.org import refused as refused_unchanged
 from tests.meta.shapes import ISO_MS, KEY_FIELDS, KEY_ID, USER_FIELDS, USER_ID, USER_KEY
 
@@ -227,7 +227,8 @@ def test_get_user_hides_everyone_else_from_a_normal_user(org: Org) -> None:
 def test_get_user_by_a_revoked_or_expired_key_finds_nobody(org: Org) -> None:
     alice = org.user("alice")
     spare = new_key(org, alice)
-    stale = new_key(org, alice, expires_at=PAST)
+    stale = new_key(org, alice, expires_at=FUTURE)
+    lapse_key(org, stale["key_id"])
     org.ok(alice, "/v3/meta/user-key/revoke", {"key_id": spare["key_id"]})
     for key in (spare["key_value"], stale["key_value"]):
         refused(
@@ -573,28 +574,32 @@ def test_revoking_the_default_key_promotes_the_oldest_other_active_key(org: Org)
 
 
 # -- expiry ---------------------------------------------------------------------------------------
-def test_a_key_created_already_expired_is_refused(org: Org) -> None:
+def test_a_key_cannot_be_created_already_expired(org: Org) -> None:
     alice = org.user("alice")
-    stale = new_key(org, alice, expires_at=PAST)
-    assert stale["expires_at"] == PAST
-    assert not key_works(org, stale["key_value"])
-    assert verify(org, stale["key_value"]) == {"valid": False, "user": None}
+    just_now = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() - 1))
+    for past in (PAST, just_now):
+        refused(org, alice, "/v3/meta/user-key/create", {"expires_at": past}, 400, "expires_at: must be in the future")
+    assert new_key(org, alice, expires_at=FUTURE)["expires_at"] == FUTURE
 
 
-def test_a_key_expires_immediately_when_its_expiry_moves_to_the_past(org: Org) -> None:
+def test_an_expiry_cannot_move_to_the_past_and_a_lapsed_key_cannot_be_revived(org: Org) -> None:
     alice = org.user("alice")
     spare = new_key(org, alice, expires_at=FUTURE)
     assert key_works(org, spare["key_value"])
-    org.ok(alice, "/v3/meta/user-key/update", {"key_id": spare["key_id"], "expires_at": PAST})
+    path = "/v3/meta/user-key/update"
+    refused(org, alice, path, {"key_id": spare["key_id"], "expires_at": PAST}, 400, "expires_at: must be in the future")
+    assert key_works(org, spare["key_value"])
+    lapse_key(org, spare["key_id"])
     assert not key_works(org, spare["key_value"])
-    # An expiry a second ago, written with an offset, is just as past.
-    default = default_key_id(org, alice)
-    just_now = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() - 1))
-    org.ok(org.admin, "/v3/meta/user-key/update", {"key_id": default, "expires_at": just_now})
-    assert not key_works(org, alice.key)
-    # Clearing the expiry (null) makes it valid again.
-    org.ok(org.admin, "/v3/meta/user-key/update", {"key_id": default, "expires_at": None})
-    assert key_works(org, alice.key)
+    assert verify(org, spare["key_value"]) == {"valid": False, "user": None}
+    # Neither a later expiry nor none at all brings a lapsed key back, for its owner or an admin.
+    lapsed = "expires_at: the key has expired and cannot be renewed; create a new key"
+    for who in (alice, org.admin):
+        for expiry in (FUTURE, None):
+            refused(org, who, path, {"key_id": spare["key_id"], "expires_at": expiry}, 400, lapsed)
+    assert not key_works(org, spare["key_value"])
+    # Its name may still change.
+    assert org.ok(alice, path, {"key_id": spare["key_id"], "name": "old laptop"})["name"] == "old laptop"
 
 
 # -- auth/verify and user keys as the Bearer token ---------------------------------------------------

@@ -243,8 +243,10 @@ def test_atomic_update_keeps_the_replaced_version(gw: Gateway) -> None:
         (0, "User lives in Paris.", "update")
     ]
     other = {**ISO, "user_id": "someone-else"}
-    gw.fails("/v3/atomic/history", {"id": added["id"]}, 403, isolation=other)
-    gw.fails("/v3/atomic/history", {"id": "m_0_nothing"}, 404)
+    # Another scope's memory answers exactly as an unknown id: a 403 would confirm that it exists.
+    foreign = gw.fails("/v3/atomic/history", {"id": added["id"]}, 404, isolation=other)
+    missing = gw.fails("/v3/atomic/history", {"id": "m_0_nothing"}, 404, isolation=other)
+    assert foreign["message"].replace(added["id"], "m_0_nothing") == missing["message"]
 
 
 def test_flush_extracts_a_session_below_its_threshold_now(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -10,16 +9,15 @@ from dataclasses import replace
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.openapi.utils import get_openapi
-from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
 from memhub import __version__
+from memhub.api import openapi
 from memhub.api.auth import Authenticator
 from memhub.api.dataplane import DataPlane, DataRoute
-from memhub.api.envelope import JSONResponse, error, internal_error
+from memhub.api.envelope import JSONResponse, error
 from memhub.api.metaplane import MetaPlane
 from memhub.api.middleware import CorsPolicy, GatewayMiddleware
 from memhub.api.routes import (
@@ -40,7 +38,7 @@ from memhub.api.routes.meta import INTERNAL_ROUTES, META_ROUTES
 from memhub.api.routes.tools import ROUTES as TOOLS_ROUTES
 from memhub.api.routes.wiki import ROUTES as WIKI_ROUTES
 from memhub.context import ContextComposer
-from memhub.errors import HttpStatusError, MemhubError
+from memhub.errors import HttpStatusError, MemhubError, RequestTimeout
 from memhub.gateway_key import GatewayKey
 from memhub.knowledge.build_queue import QueueLimits
 from memhub.knowledge.codegraph.remote import RemotePolicy
@@ -61,8 +59,6 @@ from memhub.pipeline.service import PipelineService
 from memhub.runtime import pipeline_worker
 from memhub.settings import Settings
 from memhub.store import MemoryStore
-
-log = logging.getLogger("memhub.api")
 
 DATA_ROUTES: list[DataRoute] = [*conversation.ROUTES, *atomic.ROUTES, *profile.ROUTES, *pipeline.ROUTES]
 
@@ -159,18 +155,17 @@ def create_app(
 
     @app.exception_handler(MemhubError)
     async def on_domain_error(request: Request, exc: MemhubError) -> Response:
-        return error(request, exc)
+        response = error(request, exc)
+        if isinstance(exc, RequestTimeout):
+            # The rest of the body may still be on its way: this connection cannot carry another request.
+            response.headers["connection"] = "close"
+        return response
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http_error(request: Request, exc: StarletteHTTPException) -> Response:
         message = f"Not found: {request.method} {request.url.path}" if exc.status_code == 404 else str(exc.detail)
-        return error(request, HttpStatusError(exc.status_code, message))
-
-    @app.exception_handler(Exception)
-    async def on_unhandled(request: Request, exc: Exception) -> Response:
-        response, trace_id = internal_error(request)
-        cors.apply(response.headers, request.headers.get("origin"))
-        log.error("unhandled error trace_id=%s path=%s", trace_id, request.url.path, exc_info=exc)
+        response = error(request, HttpStatusError(exc.status_code, message))
+        response.headers.update(exc.headers or {})  # 405 names the allowed methods in `Allow`
         return response
 
     @app.get("/health", tags=["ops"])
@@ -178,7 +173,7 @@ def create_app(
         payload = health_payload(store, embedding, started, auth_enabled=gateway_key is not None, pipeline=worker)
         return JSONResponse(payload)
 
-    management = MetaPlane(auth, meta, settings.max_body_bytes, knowledge)
+    management = MetaPlane(auth, meta, settings.max_body_bytes, knowledge, settings.body_read_timeout_seconds)
     knowledge_routes = [
         ("/v3/wiki", WIKI_ROUTES, "wiki"),
         ("/v3/code-graph", CODE_GRAPH_ROUTES, "code-graph"),
@@ -189,7 +184,9 @@ def create_app(
         management.mount(app, prefix, routes, tag=tag)
     models = [r.model for _, routes, _ in knowledge_routes for r in routes]
     if not knowledge_only:
-        plane = DataPlane(auth, memory, meta, settings.max_body_bytes, settings.strict_isolation)
+        plane = DataPlane(
+            auth, memory, meta, settings.max_body_bytes, settings.strict_isolation, settings.body_read_timeout_seconds
+        )
         plane.mount(app, DATA_ROUTES)
         prompts = MemoryPromptService(store.prompts)
         generations = GenerationLogService(store.prompts)
@@ -213,19 +210,12 @@ def create_app(
             r.model
             for r in (*DATA_ROUTES, *v3_only, *META_ROUTES, *INTERNAL_ROUTES, *context_routes, *chat_memory_routes)
         ]
-    app.openapi = lambda: _openapi(app, models)  # type: ignore[method-assign]
+
+    def openapi_document() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = openapi.document(app, models)
+        return app.openapi_schema
+
+    app.openapi = openapi_document  # type: ignore[method-assign]
     app.add_middleware(GatewayMiddleware, cors=cors)
     return app
-
-
-def _openapi(app: FastAPI, models: list[type[BaseModel]]) -> dict[str, Any]:
-    if app.openapi_schema:
-        return app.openapi_schema
-    schema = get_openapi(title=app.title, version=app.version, routes=app.routes)
-    components = schema.setdefault("components", {}).setdefault("schemas", {})
-    for model in models:
-        model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-        components.update(model_schema.pop("$defs", {}))
-        components[model.__name__] = model_schema
-    app.openapi_schema = schema
-    return schema

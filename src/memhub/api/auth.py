@@ -7,7 +7,6 @@ it narrows what the request may touch (memhub.meta.access), on the management pl
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from starlette.concurrency import run_in_threadpool
@@ -15,6 +14,7 @@ from starlette.requests import Request
 
 from memhub.errors import BadRequest, Unauthorized
 from memhub.gateway_key import GatewayKey
+from memhub.ids import has_control
 from memhub.meta.caller import Caller
 from memhub.meta.errors import MetaError
 from memhub.meta.keys import KEY_PREFIX
@@ -28,12 +28,11 @@ MISSING_USER_KEY = "unauthorized: missing_user_key"
 INVALID_USER_KEY = "unauthorized: invalid_user_key"
 MAX_SERVICE_ID_CHARS = 128
 USER_KEY_HEADER = "x-tdai-user-key"
-_PRINTABLE = re.compile(r"^[^\x00-\x1f\x7f]+$")
 
 
 def valid_service_id(service_id: str) -> bool:
-    """1..128 printable characters."""
-    return 0 < len(service_id) <= MAX_SERVICE_ID_CHARS and bool(_PRINTABLE.match(service_id))
+    """1..128 printable characters (memhub.ids: no control characters)."""
+    return 0 < len(service_id) <= MAX_SERVICE_ID_CHARS and not has_control(service_id)
 
 
 def bearer_token(request: Request) -> str | None:

@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fastapi import FastAPI
-from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -20,6 +19,7 @@ from memhub.api.auth import Authenticator
 from memhub.api.body import read_json_object
 from memhub.api.envelope import ok, request_id_of
 from memhub.api.isolation import resolve_isolation
+from memhub.api.openapi import post_operation
 from memhub.api.schemas import Body
 from memhub.api.validation import parse_model
 from memhub.memory.services import MemoryServices
@@ -67,12 +67,13 @@ class DataPlane:
     meta: MetaServices
     max_body_bytes: int
     strict_isolation: bool
+    body_read_timeout: float | None = None
 
     def endpoint(self, route: DataRoute, *, strict: bool) -> Callable[[Request], Any]:
         async def run(request: Request) -> Response:
             rid = request_id_of(request)
             caller = await self.auth.data_caller(request, rid)
-            raw = await read_json_object(request, self.max_body_bytes)
+            raw = await read_json_object(request, self.max_body_bytes, self.body_read_timeout)
             body = parse_model(route.model, raw)
             isolation = resolve_isolation(caller.service_id, body, request, strict=strict, default_user=caller.user_id)
             data = await run_in_threadpool(
@@ -96,26 +97,30 @@ class DataPlane:
             mounts = [("/v3", self.strict_isolation)] + ([("/v2", False)] if route.v2 else [])
             for prefix, strict in mounts:
                 tag = prefix.strip("/")
+                openapi = post_operation(route.model, security="data")
                 mount_post(
-                    app, f"{prefix}/{route.path}", self.endpoint(route, strict=strict), route.model, tag, route.summary
+                    app, f"{prefix}/{route.path}", self.endpoint(route, strict=strict), openapi, tag, route.summary
                 )
 
 
 def mount_post(
-    app: FastAPI, path: str, endpoint: Callable[[Request], Any], model: type[BaseModel], tag: str, summary: str
+    app: FastAPI,
+    path: str,
+    endpoint: Callable[[Request], Any],
+    openapi: dict[str, Any],
+    tag: str,
+    summary: str,
+    *,
+    status: int = 200,
 ) -> None:
-    """A POST route whose OpenAPI entry names its body model (validated by hand, not by FastAPI)."""
+    """A POST route whose OpenAPI entry (memhub.api.openapi) names its body model, validated by hand."""
     app.add_api_route(
         path,
         endpoint,
         methods=["POST"],
         summary=summary or None,
         tags=[tag],
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}},
-            }
-        },
+        openapi_extra=openapi,
         name=f"{tag}:{path}",
+        status_code=status,  # the document's first success status (FastAPI adds it by default)
     )

@@ -57,5 +57,4 @@ def internal_error(request: Request) -> tuple[JSONResponse, str]:
         "trace_id": trace_id,
         "retryable": True,
     }
-    # Sent by the outermost error middleware, past GatewayMiddleware, so the id header is set here.
     return JSONResponse(body, status_code=500, headers={"x-request-id": body["request_id"]}), trace_id

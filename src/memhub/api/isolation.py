@@ -6,6 +6,7 @@ from starlette.requests import Request
 
 from memhub.api.schemas import MAX_ID_CHARS, Body
 from memhub.errors import FieldError, Unprocessable
+from memhub.ids import NO_CONTROL_RULE, has_control
 from memhub.scope import DEFAULT_ID, Isolation
 
 STRICT_FIELDS = ("team_id", "agent_id", "user_id")
@@ -19,6 +20,8 @@ def _pick(body: Body, request: Request, name: str) -> str | None:
     header = request.headers.get(header_name, "").strip()
     if len(header) > MAX_ID_CHARS:
         raise FieldError(header_name, f"must be at most {MAX_ID_CHARS} characters")
+    if has_control(header):
+        raise FieldError(header_name, NO_CONTROL_RULE)
     return header or None
 
 

@@ -11,12 +11,39 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from memhub.api.json_rules import (
+    ABSOLUTE,
+    BASE64,
+    BRANCH,
+    REPO_URL,
+    WIKI_REF,
+    all_of,
+    given,
+    not_null,
+    when,
+    wiki_filename,
+)
 from memhub.api.meta_schemas import Id, MetaBody, Name
+from memhub.knowledge.codegraph.service import CODE_GRAPH_ID_RE
+from memhub.knowledge.toolcall import KNOWLEDGE_ID_RE
+from memhub.knowledge.wiki.index import INDEX_FILE
+from memhub.knowledge.wiki.service import WIKI_ID_RE
+from memhub.knowledge.wiki.sources import SUPPORTED_EXTENSIONS, TEXT_EXTENSIONS
 
 WikiStatus = Literal["draft", "pending", "processing", "ready", "failed"]
 Summary = Annotated[str, Field(max_length=256)]
-FileName = Annotated[str, Field(min_length=1, max_length=512)]
-Ref = Annotated[str, Field(min_length=1, max_length=512)]
+LocalPath = Annotated[str, Field(min_length=1, max_length=4096, json_schema_extra={"pattern": ABSOLUTE})]
+RepoUrl = Annotated[str, Field(min_length=1, max_length=2048, json_schema_extra={"pattern": REPO_URL})]
+Branch = Annotated[str, Field(min_length=1, max_length=255, json_schema_extra={"pattern": BRANCH})]
+SOURCE_FILENAME = wiki_filename(SUPPORTED_EXTENSIONS, INDEX_FILE)
+BINARY_FILE = wiki_filename(SUPPORTED_EXTENSIONS - TEXT_EXTENSIONS)  # sent base64-encoded
+FileName = Annotated[str, Field(min_length=1, max_length=512, json_schema_extra={"pattern": SOURCE_FILENAME})]
+# A page ref becomes a file `<ref>.md` of at most 512 characters.
+Ref = Annotated[str, Field(min_length=1, max_length=512, json_schema_extra={"pattern": WIKI_REF, "maxLength": 509})]
+# The formats the services check, stated in the schema too.
+WikiId = Annotated[Id, Field(json_schema_extra={"pattern": WIKI_ID_RE.pattern})]
+CodeGraphId = Annotated[Id, Field(json_schema_extra={"pattern": CODE_GRAPH_ID_RE.pattern})]
+KnowledgeId = Annotated[Id, Field(json_schema_extra={"pattern": KNOWLEDGE_ID_RE.pattern})]
 PathText = Annotated[str, Field(min_length=1, max_length=1024)]
 
 
@@ -28,7 +55,7 @@ class WikiCreate(MetaBody):
     task_id: Id | None = None
     summary: Summary | None = None
     # memhub: read the sources from a local folder or git working tree (under MEMHUB_WIKI_SOURCE_ROOTS).
-    source_path: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
+    source_path: LocalPath | None = None
 
 
 class WikiList(MetaBody):
@@ -39,11 +66,11 @@ class WikiList(MetaBody):
 
 
 class WikiRef(MetaBody):
-    wiki_id: Id
+    wiki_id: WikiId
 
 
 class WikiUpdateMeta(WikiRef):
-    name: Name | None = None
+    name: Name | None = Field(None, json_schema_extra=not_null)  # null is refused: a wiki keeps a name
     summary: Summary | None = None
 
 
@@ -64,6 +91,13 @@ class RawRead(WikiRef):
 
 
 class RawFileIn(MetaBody):
+    model_config = ConfigDict(
+        json_schema_extra=all_of(
+            when(given("filename", {"pattern": BINARY_FILE}), given("encoding", {"const": "base64"})),
+            when(given("encoding", {"const": "base64"}), given("content", {"type": "string", "pattern": BASE64})),
+        )
+    )
+
     filename: FileName
     content: Annotated[str, Field(max_length=8 * 1024 * 1024)]
     # memhub: PDF and DOCX files are sent base64-encoded.
@@ -121,11 +155,20 @@ CodeGraphStatus = Literal["pending", "processing", "ready", "failed"]
 
 
 class CodeGraphCreate(MetaBody):
+    # Exactly one source; a branch only with repo_url.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [given("repo_url"), given("source_path")],
+            "if": given("source_path"),
+            "then": {"not": given("branch")},
+        }
+    )
+
     team_id: Id
-    repo_url: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
+    repo_url: RepoUrl | None = None
     # memhub: index a local directory or git working tree (under MEMHUB_CODE_SOURCE_ROOTS) instead of a URL.
-    source_path: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
-    branch: Annotated[str, Field(min_length=1, max_length=255)] | None = None  # "main" for a repo_url
+    source_path: LocalPath | None = None
+    branch: Branch | None = None  # "main" for a repo_url
     repo_name: Name | None = None
     summary: Summary | None = None
     user_id: Id | None = None
@@ -143,11 +186,11 @@ class CodeGraphList(MetaBody):
 
 
 class CodeGraphRef(MetaBody):
-    code_graph_id: Id
+    code_graph_id: CodeGraphId
 
 
 class CodeGraphUpdateMeta(CodeGraphRef):
-    repo_name: Name | None = None
+    repo_name: Name | None = Field(None, json_schema_extra=not_null)  # null is refused: a graph keeps a name
     summary: Summary | None = None
 
 
@@ -173,13 +216,13 @@ class CodeGraphQuery(CodeGraphRef):
 
 
 class ToolsList(MetaBody):
-    knowledge_id: Id
+    knowledge_id: KnowledgeId
     # memhub: tool descriptions in English (default) or Chinese.
     language: Literal["en", "zh"] | None = None
 
 
 class ToolsCall(MetaBody):
-    knowledge_id: Id
+    knowledge_id: KnowledgeId
     tool_name: Id
     params: dict[str, Any] = Field(default_factory=dict)
 

@@ -12,7 +12,9 @@ from urllib.parse import urlparse
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from memhub.api.schemas import IsoInstant
+from memhub.api.json_rules import JSON_TEXT, given, one_of_given
+from memhub.api.schemas import INT64_MAX, IsoInstant
+from memhub.ids import NO_CONTROL_PATTERN
 from memhub.meta.origins import origin_of
 from memhub.meta.paging import DEFAULT_LIMIT, MAX_LIMIT, Page
 
@@ -49,14 +51,19 @@ def _one_or_many(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
-Id = Annotated[str, Field(min_length=1, max_length=256)]
-Name = Annotated[str, Field(min_length=1, max_length=256)]
+Id = Annotated[str, Field(min_length=1, max_length=256, pattern=NO_CONTROL_PATTERN)]
+Name = Annotated[str, Field(min_length=1, max_length=256, pattern=NO_CONTROL_PATTERN)]
 Text = Annotated[str, Field(max_length=4096)]
 LongText = Annotated[str, Field(max_length=65_536)]
-JsonText = Annotated[str, Field(max_length=65_536), AfterValidator(_json_text)]
+JsonText = Annotated[str, Field(max_length=65_536, json_schema_extra=JSON_TEXT), AfterValidator(_json_text)]
+KeyName = Annotated[str, Field(min_length=1, max_length=128, pattern=NO_CONTROL_PATTERN)]
 IdList = Annotated[list[Id], Field(min_length=1, max_length=1000)]
 VisibilityFilter = Annotated[list[Visibility], Field(min_length=1, max_length=5), BeforeValidator(_one_or_many)]
-Url = Annotated[str, Field(min_length=1, max_length=2048), AfterValidator(_url)]
+# A host of plain ASCII URL characters: brackets and look-alike Unicode make the URL parser itself fail.
+HTTP_URL = r"^[hH][tT][tT][pP][sS]?://[A-Za-z0-9._~%!$&'()*+,;=:@-]+(?:[/?#]\S*)?$"
+Url = Annotated[
+    str, Field(min_length=1, max_length=2048, json_schema_extra={"pattern": HTTP_URL}), AfterValidator(_url)
+]
 
 
 class MetaBody(BaseModel):
@@ -79,6 +86,8 @@ class Paged(MetaBody):
 
 
 class UserIdOrKey(MetaBody):
+    model_config = ConfigDict(json_schema_extra=one_of_given(given("user_id"), given("user_key")))
+
     user_id: Id | None = None
     user_key: Id | None = None
 
@@ -137,7 +146,7 @@ class ListByInstance(Paged):
 
 class UserKeyCreate(MetaBody):
     user_id: Id | None = None
-    name: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+    name: KeyName | None = None
     expires_at: IsoInstant | None = None
 
 
@@ -150,7 +159,7 @@ class KeyRef(MetaBody):
 
 
 class UserKeyUpdate(KeyRef):
-    name: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+    name: KeyName | None = None
     expires_at: IsoInstant | None = None
 
 
@@ -239,6 +248,10 @@ class AgentDelete(MetaBody):
 
 
 class AgentList(Paged):
+    model_config = ConfigDict(
+        json_schema_extra=one_of_given(given("team_id"), given("owner_user_id"), given("owner_user_key"))
+    )
+
     team_id: Id | None = None
     owner_user_id: Id | None = None
     owner_user_key: Id | None = None
@@ -289,6 +302,10 @@ class TaskDelete(MetaBody):
 
 
 class TaskList(Paged):
+    model_config = ConfigDict(
+        json_schema_extra=one_of_given(given("team_id"), given("creator_user_id"), given("creator_user_key"))
+    )
+
     team_id: Id | None = None
     creator_user_id: Id | None = None
     creator_user_key: Id | None = None
@@ -367,7 +384,7 @@ class AssetRef(MetaBody):
 
 class AssetUpdate(AssetChanges, AssetRef):
     name: Name | None = None
-    version: Annotated[int, Field(ge=0)] | None = None
+    version: Annotated[int, Field(ge=0, le=INT64_MAX)] | None = None
 
 
 class AssetDelete(MetaBody):
@@ -418,6 +435,8 @@ class FixedAssetSummary(MetaBody):
 
 
 class AclGrant(MetaBody):
+    model_config = ConfigDict(json_schema_extra=one_of_given(given("granted_by"), given("granted_by_key")))
+
     asset_id: Id
     subject_type: Literal["user", "team_role", "agent"]
     subject_id: Id

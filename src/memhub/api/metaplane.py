@@ -23,6 +23,7 @@ from memhub.api.body import read_json_object
 from memhub.api.dataplane import mount_post
 from memhub.api.envelope import ok, request_id_of
 from memhub.api.meta_schemas import MetaBody
+from memhub.api.openapi import post_operation
 from memhub.api.validation import parse_model
 from memhub.knowledge.services import KnowledgeServices
 from memhub.meta.caller import Caller
@@ -73,6 +74,7 @@ class MetaRoute:
     guard: Guard = Guard.USER
     summary: str = ""
     max_body_bytes: int | None = None  # None: the plane's limit
+    statuses: tuple[int, ...] = (200,)  # the success statuses it answers (201 created, 202 accepted)
 
 
 def _adopt_inbound_request_id(request: Request) -> None:
@@ -92,6 +94,7 @@ class MetaPlane:
     meta: MetaServices
     max_body_bytes: int
     knowledge: KnowledgeServices | None = None
+    body_read_timeout: float | None = None
 
     async def _caller(self, route: MetaRoute, request: Request) -> Caller:
         rid = request_id_of(request)
@@ -111,7 +114,7 @@ class MetaPlane:
             if adopt_request_id:
                 _adopt_inbound_request_id(request)
             caller = await self._caller(route, request)
-            raw = await read_json_object(request, route.max_body_bytes or self.max_body_bytes)
+            raw = await read_json_object(request, route.max_body_bytes or self.max_body_bytes, self.body_read_timeout)
             body = parse_model(route.model, raw)
             data = await run_in_threadpool(route.handler, MetaCall(request, caller, self.meta, self.knowledge), body)
             if isinstance(data, Reply):
@@ -125,4 +128,17 @@ class MetaPlane:
         """Register each route under the prefix."""
         for route in routes:
             endpoint = self.endpoint(route, adopt_request_id=prefix.startswith(("/v3/meta", "/v3/internal/")))
-            mount_post(app, f"{prefix}/{route.path}", endpoint, route.model, tag, route.summary)
+            openapi = post_operation(
+                route.model,
+                security=self._security(route.guard),
+                statuses=route.statuses,
+                service_required=route.guard is not Guard.GATEWAY,  # instance bootstrap may name it in the body
+            )
+            mount_post(app, f"{prefix}/{route.path}", endpoint, openapi, tag, route.summary, status=route.statuses[0])
+
+    def _security(self, guard: Guard) -> str:
+        if guard is Guard.USER:
+            return "user"
+        if guard is Guard.TOOLS and self.auth.open_tools:
+            return "open"
+        return "gateway" if guard is Guard.GATEWAY else "data"

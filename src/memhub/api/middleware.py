@@ -1,13 +1,18 @@
-"""ASGI middleware: request ids, CORS allow-list and OPTIONS → 204, before any route runs."""
+"""ASGI middleware: request ids, CORS allow-list and OPTIONS → 204 before any route runs; 500s after."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from starlette.datastructures import Headers, MutableHeaders
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memhub.api.envelope import internal_error
 from memhub.ids import request_id
+
+log = logging.getLogger("memhub.api")
 
 ALLOWED_HEADERS = ", ".join(
     [
@@ -39,8 +44,9 @@ class CorsPolicy:
 class GatewayMiddleware:
     """Assigns `req-<16hex>` ids, answers OPTIONS with 204 and adds CORS headers for allowed origins.
 
-    500s are rendered by Starlette's outermost error middleware, past this one; the app's error
-    handler applies the same id and CORS headers there.
+    It also turns an unhandled error into the 500 envelope (with a trace id for the logs). Starlette's
+    own error middleware would send that response and then re-raise, and uvicorn closes a connection
+    whose application raised: every 500 would silently cost the client its keep-alive connection.
     """
 
     def __init__(self, app: ASGIApp, cors: CorsPolicy) -> None:
@@ -67,12 +73,23 @@ class GatewayMiddleware:
             await send({"type": "http.response.body", "body": b""})
             return
 
+        started = False
+
         async def send_with_headers(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 headers = MutableHeaders(scope=message)
                 # A route may adopt the caller's transaction id (the management plane does).
                 headers["x-request-id"] = scope["state"].get("request_id", rid)
                 self.cors.apply(headers, origin)
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception as exc:
+            if started:
+                raise  # half a response is out: the connection cannot carry another one
+            response, trace_id = internal_error(Request(scope))
+            log.error("unhandled error trace_id=%s path=%s", trace_id, scope.get("path"), exc_info=exc)
+            await response(scope, receive, send_with_headers)

@@ -8,11 +8,13 @@ the target (a setting's team, the team and agent whose effective prompt to resol
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from memhub.api.json_rules import absent, all_of, given, named, non_blank, one_of_given, when
 from memhub.api.schemas import MAX_ID_CHARS, Body, IsoInstant
+from memhub.ids import NO_CONTROL_PATTERN
 from memhub.timeutil import parse_iso_ms
 
 MAX_NAME_CHARS = 100
@@ -37,9 +39,24 @@ def _trimmed(limit: int) -> Callable[[str], str]:
     return check
 
 
-Name = Annotated[str, AfterValidator(_trimmed(MAX_NAME_CHARS))]
-PromptText = Annotated[str, AfterValidator(_trimmed(MAX_PROMPT_CHARS))]
-PromptId = Annotated[str, AfterValidator(_trimmed(MAX_ID_CHARS))]
+def _text(limit: int, *, single_line: bool) -> Any:
+    # Ids and names refuse control characters; all count their length after trimming.
+    rule = Field(pattern=NO_CONTROL_PATTERN) if single_line else Field()
+    return Annotated[
+        str,
+        rule,
+        AfterValidator(_trimmed(limit)),
+        Field(json_schema_extra=non_blank(limit, single_line=single_line)),
+    ]
+
+
+Name = _text(MAX_NAME_CHARS, single_line=True)
+PromptText = _text(MAX_PROMPT_CHARS, single_line=False)
+PromptId = _text(MAX_ID_CHARS, single_line=True)
+# A team or agent named in the body (blank counts as absent) and a window's two ends.
+AGENT_NEEDS_TEAM = when(named("agent_id"), named("team_id"))
+WINDOW = all_of(when(given("start_time"), given("end_time")), when(given("end_time"), given("start_time")))
+WINDOW_TEXT = "start_time and end_time come together, start_time first, at most 90 days apart"
 
 
 def _present(value: str | None) -> str | None:
@@ -87,6 +104,8 @@ def _window(start: str | None, end: str | None) -> tuple[int, int] | None:
 class TimeWindow(BaseModel):
     """An optional inclusive window of at most 90 days."""
 
+    model_config = ConfigDict(json_schema_extra={**WINDOW, "description": WINDOW_TEXT})
+
     start_time: IsoInstant | None = None
     end_time: IsoInstant | None = None
 
@@ -103,6 +122,8 @@ class MemoryPromptCreate(PromptBody):
 
 
 class MemoryPromptUpdate(PromptBody):
+    model_config = ConfigDict(json_schema_extra=one_of_given(given("name"), given("prompt")))
+
     memory_prompt_id: PromptId
     name: Name | None = None
     prompt: PromptText | None = None
@@ -126,6 +147,13 @@ class MemoryPromptDelete(PromptBody):
 class MemoryPromptGet(PromptBody, OffsetPaging):
     """By id; the effective prompt of team_id[+agent_id] for a layer; or a list (by layer)."""
 
+    model_config = ConfigDict(
+        json_schema_extra=all_of(
+            AGENT_NEEDS_TEAM,
+            when(named("team_id"), all_of(given("layer"), {"not": given("memory_prompt_id")})),
+        )
+    )
+
     memory_prompt_id: PromptId | None = None
     layer: Layer | None = None
 
@@ -141,6 +169,13 @@ class MemoryPromptGet(PromptBody, OffsetPaging):
 
 
 class MemoryPromptSet(PromptBody):
+    model_config = ConfigDict(
+        json_schema_extra=all_of(
+            when(given("action", {"const": "apply"}), given("memory_prompt_id")),
+            when(given("agent_ids"), named("team_id")),
+        )
+    )
+
     action: Literal["apply", "clear"]
     layer: Layer
     memory_prompt_id: PromptId | None = None
@@ -158,6 +193,14 @@ class MemoryPromptSet(PromptBody):
 
 
 class MemoryPromptSettingList(PromptBody, OffsetPaging):
+    model_config = ConfigDict(
+        json_schema_extra=all_of(
+            AGENT_NEEDS_TEAM,
+            when(given("target_type", {"const": "instance"}), absent("team_id")),
+            when(given("target_type", {"const": "team"}), absent("agent_id")),
+        )
+    )
+
     memory_prompt_id: PromptId | None = None
     target_type: Literal["instance", "team", "agent"] | None = None
     layer: Layer | None = None
@@ -174,6 +217,13 @@ class MemoryPromptSettingList(PromptBody, OffsetPaging):
 
 
 class MemoryPromptLog(PromptBody, OffsetPaging, TimeWindow):
+    model_config = ConfigDict(
+        json_schema_extra={
+            **all_of(WINDOW, AGENT_NEEDS_TEAM, one_of_given(given("memory_prompt_id"), named("team_id"))),
+            "description": WINDOW_TEXT,
+        }
+    )
+
     memory_prompt_id: PromptId | None = None
     action: Literal["apply", "replace", "clear"] | None = None
 
@@ -191,6 +241,10 @@ class MemoryPromptLog(PromptBody, OffsetPaging, TimeWindow):
 class GenerationLogList(PromptBody, TimeWindow):
     """Newest first; team_id/agent_id in the body narrow the list (a memhub extension)."""
 
+    model_config = ConfigDict(
+        json_schema_extra={**WINDOW, "description": WINDOW_TEXT + "; cursor is one this server issued"}
+    )
+
     layer: Layer | None = None
     status: Literal["succeeded", "failed"] | None = None
     limit: int = Field(20, ge=1, le=100)
@@ -203,6 +257,13 @@ class GenerationLogList(PromptBody, TimeWindow):
 
 
 class GenerationLogGet(PromptBody):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [given("log_id"), given("memory_id")],
+            **when(given("memory_id"), given("layer")),
+        }
+    )
+
     log_id: PromptId | None = None
     memory_id: PromptId | None = None
     layer: Layer | None = None

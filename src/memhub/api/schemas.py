@@ -7,8 +7,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
+from memhub.api.json_rules import NON_BLANK, SCENE_FILE, SCENE_PATH, SCENE_PREFIX, given, named, one_of_given
+from memhub.ids import NO_CONTROL_PATTERN
 from memhub.memory.atomic import DEFAULT_PRIORITY, MEMORY_TYPES
-from memhub.memory.paths import path_problem
+from memhub.memory.paths import MAX_PATH_CHARS, path_problem
 from memhub.retrieval.hybrid import SearchOptions
 from memhub.timeutil import instant_ms, parse_iso_ms
 
@@ -17,7 +19,11 @@ MAX_QUERY_CHARS = 2048
 MAX_METADATA_BYTES = 4096
 MAX_ID_CHARS = 256
 MAX_DOCUMENT_CHARS = 200_000
-SQLITE_MAX_INT = (1 << 63) - 1  # the largest integer SQLite stores
+# The largest integer the store keeps (SQLite INTEGER): ids and versions past it cannot be stored or found.
+INT64_MAX = 2**63 - 1
+# An idempotency key (body or `Idempotency-Key` header): 1..255 printable ASCII characters.
+IDEMPOTENCY_KEY_PATTERN = r"^[\x20-\x7e]{1,255}$"
+IDEMPOTENCY_KEY_RULE = "must be 1..255 printable ASCII characters"
 
 
 def _iso_instant(value: str) -> str:
@@ -54,11 +60,22 @@ def _safe_prefix(value: str) -> str:
     return value
 
 
-IsoInstant = Annotated[str, AfterValidator(_iso_instant)]
-Metadata = Annotated[dict[str, Any], AfterValidator(_metadata)]
-IdString = Annotated[str, Field(max_length=MAX_ID_CHARS)]
-FilePath = Annotated[str, AfterValidator(_safe_file_path)]
-AnyPath = Annotated[str, AfterValidator(_safe_any_path)]
+IsoInstant = Annotated[str, AfterValidator(_iso_instant), Field(json_schema_extra={"format": "date-time"})]
+Metadata = Annotated[
+    dict[str, Any],
+    AfterValidator(_metadata),
+    Field(description=f"At most {MAX_METADATA_BYTES} bytes as compact UTF-8 JSON"),
+]
+IdString = Annotated[str, Field(max_length=MAX_ID_CHARS, pattern=NO_CONTROL_PATTERN)]
+MemoryId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS, pattern=NO_CONTROL_PATTERN)]
+FilePath = Annotated[
+    str, AfterValidator(_safe_file_path), Field(json_schema_extra={"pattern": SCENE_FILE, "maxLength": MAX_PATH_CHARS})
+]
+AnyPath = Annotated[
+    str, AfterValidator(_safe_any_path), Field(json_schema_extra={"pattern": SCENE_PATH, "maxLength": MAX_PATH_CHARS})
+]
+# Holds at least one id that is not blank (blank ids are dropped).
+SOME_ID = {"type": "array", "contains": {"type": "string", "pattern": NON_BLANK}}
 Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS)]
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
 MemoryType = Literal["persona", "episodic", "instruction", "work_fact", "work_task", "work_method", "work_artifact"]
@@ -116,7 +133,7 @@ class ConversationMessage(BaseModel):
 
 class ConversationAdd(Body):
     messages: list[ConversationMessage] = Field(min_length=1, max_length=100)
-    idempotency_key: Annotated[str, Field(min_length=1, max_length=256)] | None = None
+    idempotency_key: Annotated[str, Field(pattern=IDEMPOTENCY_KEY_PATTERN)] | None = None
 
 
 class ConversationQuery(TimeRange, Paging):
@@ -160,6 +177,12 @@ def _dedupe(ids: list[str]) -> list[str]:
 
 
 class ConversationDelete(Body):
+    model_config = ConfigDict(
+        json_schema_extra=one_of_given(
+            given("message_ids", SOME_ID), given("session_ids", SOME_ID), named("session_id")
+        )
+    )
+
     message_ids: list[IdString] | None = Field(None, min_length=1, max_length=5000)
     session_ids: list[IdString] | None = Field(None, min_length=1, max_length=100)
 
@@ -194,7 +217,7 @@ class AtomicAdd(Body):
 
 
 class AtomicUpdate(Body):
-    id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+    id: MemoryId
     content: Content
     background: Annotated[str, Field(max_length=MAX_ID_CHARS)] | None = None
 
@@ -214,7 +237,7 @@ class AtomicCount(TimeRange):
 
 
 class AtomicDelete(Body):
-    ids: list[IdString] = Field(min_length=1, max_length=5000)
+    ids: list[IdString] = Field(min_length=1, max_length=5000, json_schema_extra=SOME_ID)
 
     @model_validator(mode="after")
     def _non_empty(self) -> AtomicDelete:
@@ -226,7 +249,9 @@ class AtomicDelete(Body):
 
 # -- L2 ------------------------------------------------------------------------------------
 class ScenarioList(Body):
-    path_prefix: Annotated[str, Field(max_length=512), AfterValidator(_safe_prefix)] = ""
+    path_prefix: Annotated[
+        str, Field(max_length=MAX_PATH_CHARS, json_schema_extra={"pattern": SCENE_PREFIX}), AfterValidator(_safe_prefix)
+    ] = ""
 
 
 class ScenarioRead(Body):
@@ -240,6 +265,8 @@ class ScenarioWrite(Body):
 
 
 class ScenarioRemove(Body):
+    model_config = ConfigDict(json_schema_extra=one_of_given(given("path"), given("paths")))
+
     path: AnyPath | None = None
     paths: list[AnyPath] | None = Field(None, min_length=1, max_length=100)
 
@@ -273,7 +300,7 @@ class PipelineJobs(Body):
 
 class PipelineReplay(Body):
     # Job ids are SQLite integers: a larger number is no job, and must not reach the database as one.
-    job_ids: list[Annotated[int, Field(ge=1, le=SQLITE_MAX_INT)]] = Field(min_length=1, max_length=500)
+    job_ids: list[Annotated[int, Field(ge=1, le=INT64_MAX)]] = Field(min_length=1, max_length=500)
 
 
 class PipelineFlush(Body):
@@ -281,4 +308,4 @@ class PipelineFlush(Body):
 
 
 class AtomicHistory(Body):
-    id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+    id: MemoryId

@@ -6,9 +6,17 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from memhub.api.schemas import IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE
 from memhub.errors import BadRequest
+from memhub.ids import NO_CONTROL_PATTERN, NO_CONTROL_RULE
 
 M = TypeVar("M", bound=BaseModel)
+
+# What a field's `pattern` means, in words: the message names the rule, not the regular expression.
+PATTERN_RULES: dict[str, str] = {
+    NO_CONTROL_PATTERN: NO_CONTROL_RULE,
+    IDEMPOTENCY_KEY_PATTERN: IDEMPOTENCY_KEY_RULE,
+}
 
 
 def field_path(loc: tuple[int | str, ...]) -> str:
@@ -45,6 +53,7 @@ def _rule(err: Any) -> str:
         "less_than_equal": f"must be <= {ctx.get('le')}",
         "literal_error": f"must be one of {ctx.get('expected')}",
         "extra_forbidden": "is not a known field",
+        "string_pattern_mismatch": PATTERN_RULES.get(ctx.get("pattern", ""), f"must match {ctx.get('pattern')}"),
     }
     if kind in rules:
         return rules[kind]

@@ -22,7 +22,7 @@ from memhub.knowledge.wiki.service import WikiService, not_built_message, stale
 from memhub.knowledge.wiki.snapshot import WikiSnapshot
 from memhub.meta.caller import Caller
 
-_KNOWLEDGE_ID = re.compile(r"^(wiki|cg)-[0-9a-z]{8}$")
+KNOWLEDGE_ID_RE = re.compile(r"^(wiki|cg)-[0-9a-z]{8}$")
 NOT_FOUND = "knowledge resource not found"
 SOURCE_HITS = 10
 
@@ -34,7 +34,7 @@ def tool_error(text: str, **extra: Any) -> dict[str, Any]:
 
 def resource_kind(knowledge_id: str) -> ResourceKind:
     """`wiki` or `code-graph` from the id's prefix; 400 for anything else."""
-    match = _KNOWLEDGE_ID.match(knowledge_id)
+    match = KNOWLEDGE_ID_RE.match(knowledge_id)
     if not match:
         raise BadRequest("knowledge_id: invalid knowledge_id format (expected wiki-… or cg-… and 8 of [0-9a-z])")
     return "wiki" if match.group(1) == "wiki" else "code-graph"

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from memhub.errors import Forbidden, NotFound
+from memhub.errors import NotFound
 from memhub.ids import atomic_id
 from memhub.memory.embedding import EmbeddingRuntime, search_with
 from memhub.retrieval.hybrid import RecordView, SearchOptions, SearchOutcome, priority_boost
@@ -49,6 +49,16 @@ ATOMIC_VIEW: RecordView[AtomicRecord] = RecordView(
     # Heat: every update and every extra source message is a time the memory was confirmed.
     boost=lambda a: priority_boost(a.priority, a.version + max(len(a.source_message_ids) - 1, 0)),
 )
+
+
+def in_scope(record: AtomicRecord, iso: Isolation) -> bool:
+    """True when the memory belongs to the caller's team, user, agent and task."""
+    return (record.team_id, record.user_id, record.agent_id, record.task_id) == (
+        iso.team_id,
+        iso.user_id,
+        iso.agent_id,
+        iso.task_id,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,13 +112,11 @@ class AtomicService:
     def update(
         self, iso: Isolation, memory_id: str, content: str, background: str | None, request_id: str
     ) -> AtomicRecord:
-        """Replace a memory's content; 404 if unknown to this service, 403 if another scope owns it."""
+        """Replace a memory's content; 404 if unknown to the caller's scope (another scope's id included)."""
         current = self.store.get_atomic(iso.service_id, memory_id)
-        if current is None:
+        # Another scope's memory answers exactly like a missing one: a 403 would confirm that the id exists.
+        if current is None or not in_scope(current, iso):
             raise NotFound(f"Atomic memory not found: {memory_id}")
-        owner = (current.team_id, current.user_id, current.agent_id, current.task_id)
-        if owner != (iso.team_id, iso.user_id, iso.agent_id, iso.task_id):
-            raise Forbidden("Forbidden: the memory belongs to another team, user, agent or task")
         updated = self.store.update_atomic(
             iso.service_id, memory_id, content, background, now_ms(), audit_context(iso, request_id)
         )

@@ -69,16 +69,20 @@ def _agent_of(asset: Row) -> str | None:
     return agent_id if chat_memory_asset_id(asset["team_id"], agent_id) == asset["asset_id"] else None
 
 
-def _may_clear(r: MetaReader, caller: Caller, asset: Row) -> bool:
+def _refusal_reason(r: MetaReader, caller: Caller, asset: Row) -> str | None:
+    """None when the caller may clear the asset; NOT_FOUND when they may not even read it (a denial would
+    confirm that it exists); DENIED when they may read but not clear it."""
     if caller.is_service_key:
-        return True  # the tenant's operator, as on the rest of the data plane
+        return None  # the tenant's operator, as on the rest of the data plane
     user_id = caller.user_id
     assert user_id is not None
     if asset["owner_user_id"] == user_id:
-        return True  # even an archived asset: its owner may still empty it
+        return None  # even an archived asset: its owner may still empty it
     acls = r.find(MetaKind.ACL, {"asset_id": asset["asset_id"]}, order_by=("created_at", "id"))
     found = membership(r, asset["team_id"], user_id)
-    return check_permission(asset, user_id, found, acls, CLEAR_PERMISSION).allowed
+    if check_permission(asset, user_id, found, acls, CLEAR_PERMISSION).allowed:
+        return None
+    return DENIED if check_permission(asset, user_id, found, acls, "read").allowed else NOT_FOUND
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +111,9 @@ class ChatMemoryService:
             for memory_id, position in first.items():
                 asset = r.get(MetaKind.ASSET, memory_id)
                 agent_id = _agent_of(asset) if asset is not None else None
-                if asset is None or agent_id is None:
-                    checked.append(_Checked(position, memory_id, reason=NOT_FOUND))
-                elif not _may_clear(r, caller, asset):
-                    checked.append(_Checked(position, memory_id, reason=DENIED))
+                reason = NOT_FOUND if asset is None or agent_id is None else _refusal_reason(r, caller, asset)
+                if reason is not None:
+                    checked.append(_Checked(position, memory_id, reason=reason))
                 else:
                     team_id = asset["team_id"]
                     # Audit rows name who cleared (a user, or "gateway-key"), not an isolation the body never sends.

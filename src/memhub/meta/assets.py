@@ -174,6 +174,30 @@ def _may_read(asset: Row, user_id: str, member: Row | None, acls: Sequence[Row])
     return check_permission(asset, user_id, member, acls, "read").allowed
 
 
+def _readable_asset(r: MetaReader, caller: Caller, asset_id: str) -> Row:
+    """The asset, or `asset_not_found` when it is absent or the caller may not read it.
+
+    Refusing an unreadable asset with 403 would tell anyone holding a key which asset ids exist.
+    """
+    asset = r.get(MetaKind.ASSET, asset_id)
+    if asset is None or not _readable(r, asset, caller_id(caller)):
+        raise MetaError("asset_not_found", f"asset not found: {asset_id}")
+    return asset
+
+
+def _readable(r: MetaReader, asset: Row, user_id: str) -> bool:
+    return _may_read(asset, user_id, membership(r, asset["team_id"], user_id), _asset_acls(r, asset["asset_id"]))
+
+
+def _members_agent(r: MetaReader, caller: Caller, agent_id: str) -> tuple[Row, Row]:
+    """The agent and the caller's active membership of its team; to anyone else the agent does not exist."""
+    agent = r.get(MetaKind.AGENT, agent_id)
+    mine = membership(r, agent["team_id"], caller_id(caller)) if agent is not None else None
+    if agent is None or mine is None:
+        raise MetaError("agent_not_found", f"agent not found: {agent_id}")
+    return agent, mine
+
+
 def _usable_agent(r: MetaReader, agent: Row, user_id: str) -> str | None:
     """The agent's id when the user may act through it; else None, so its ACL entries do not apply."""
     return agent["agent_id"] if agent_visible(r, agent, user_id) else None
@@ -245,7 +269,7 @@ class Assets:
     def update(self, caller: Caller, asset_id: str, changes: Mapping[str, Any]) -> Row:
         """asset/update: the owner changes whitelisted fields; updated_at always moves."""
         with self.store.writing(caller.service_id) as w:
-            asset = existing(w, MetaKind.ASSET, asset_id)
+            asset = _readable_asset(w, caller, asset_id)
             owner(asset, "owner_user_id", caller)
             patch = {
                 k: v for k, v in changes.items() if k in UPDATABLE + UPDATABLE_MORE and (v is not None or k in NULLABLE)
@@ -253,12 +277,16 @@ class Assets:
             return audit.changed(w, caller, MetaKind.ASSET, asset_id, patch, "asset/update")
 
     def delete(self, caller: Caller, asset_ids: Sequence[str]) -> Row:
-        """asset/delete: the owner's assets with their bindings and ACL; unknown ids count as deleted."""
+        """asset/delete: the owner's assets with their bindings and ACL; unknown ids count as deleted.
+
+        An asset the caller may not read is unknown to them, and answered alike (a 403 would confirm it exists).
+        """
         ids = list(dict.fromkeys(asset_ids))
+        me = caller_id(caller)
         with self.store.writing(caller.service_id) as w:
             for asset_id in ids:
                 asset = w.get(MetaKind.ASSET, asset_id)
-                if asset is not None:
+                if asset is not None and _readable(w, asset, me):
                     owner(asset, "owner_user_id", caller)  # one foreign asset fails the whole request
                     _delete_asset_rows(w, asset_id)
             audit.record(w, caller, "asset/delete", ids)
@@ -329,7 +357,7 @@ class Assets:
     def touch_usage(self, caller: Caller, asset_id: str) -> Row:
         """asset/touch-usage: the owner counts one use (updated_at unchanged)."""
         with self.store.writing(caller.service_id) as w:
-            asset = existing(w, MetaKind.ASSET, asset_id)
+            asset = _readable_asset(w, caller, asset_id)
             owner(asset, "owner_user_id", caller)
             w.update(MetaKind.ASSET, asset_id, {"usage_count": asset["usage_count"] + 1, "last_used_at": now_iso()})
             audit.record(w, caller, "asset/touch-usage", [asset_id])
@@ -339,9 +367,8 @@ class Assets:
     def set_fixed_assets(self, caller: Caller, agent_id: str, bindings: Sequence[Mapping[str, Any]]) -> Row:
         """agent-fixed-asset/set: replace all of an agent's bindings (agent owner or team admin)."""
         with self.store.writing(caller.service_id) as w:
-            agent = existing(w, MetaKind.AGENT, agent_id)
             # Beyond the original, the owner must still be an active member to manage the agent.
-            mine = active_member(w, agent["team_id"], caller)
+            agent, mine = _members_agent(w, caller, agent_id)
             if agent["owner_user_id"] != mine["user_id"] and mine["role"] != "admin":
                 raise denied("caller is not team admin")
             seen: dict[str, None] = {}
@@ -350,7 +377,7 @@ class Assets:
                 if asset_id in seen:
                     raise MetaError("duplicate_entry", f"asset {asset_id} appears twice in bindings")
                 seen[asset_id] = None
-                asset = existing(w, MetaKind.ASSET, asset_id)
+                asset = _readable_asset(w, caller, asset_id)
                 if not can_bind(agent, asset):
                     raise MetaError(
                         "asset_not_bindable",
@@ -379,8 +406,7 @@ class Assets:
     def list_fixed_assets(self, caller: Caller, agent_id: str, page: Page) -> Row:
         """agent-fixed-asset/list: raw bindings, priority then newest first (active team members only)."""
         with self.store.reading(caller.service_id) as r:
-            agent = existing(r, MetaKind.AGENT, agent_id)
-            active_member(r, agent["team_id"], caller)  # the original had no check
+            _members_agent(r, caller, agent_id)  # the original had no check
             where = {"agent_id": agent_id}
             rows = r.find(MetaKind.FIXED_ASSET, where, order_by=BINDING_ORDER, limit=page.limit, offset=page.offset)
             total = r.count(MetaKind.FIXED_ASSET, where)
@@ -402,8 +428,7 @@ class Assets:
             self.store.writing(caller.service_id) if touch_usage else self.store.reading(caller.service_id)
         )
         with tx as r:
-            agent = existing(r, MetaKind.AGENT, agent_id)
-            active_member(r, agent["team_id"], caller)  # the original had no check
+            agent, _ = _members_agent(r, caller, agent_id)  # the original had no check
             where: dict[str, Any] = {"agent_id": agent_id}
             if asset_types:
                 where["asset_type"] = list(asset_types)
@@ -485,7 +510,7 @@ class Assets:
         with self.store.writing(caller.service_id) as w:
             # Ownership before subject lookups (the original's router did the reverse), so that
             # non-owners cannot probe which users or agents exist.
-            asset = existing(w, MetaKind.ASSET, asset_id)
+            asset = _readable_asset(w, caller, asset_id)
             owner(asset, "owner_user_id", caller)
             if granted_by != caller.user_id:
                 raise denied("granted_by must match caller")
@@ -520,7 +545,10 @@ class Assets:
         """acl/revoke: the asset owner deletes an entry."""
         with self.store.writing(caller.service_id) as w:
             acl = existing(w, MetaKind.ACL, acl_id)
-            owner(existing(w, MetaKind.ASSET, acl["asset_id"]), "owner_user_id", caller)
+            asset = w.get(MetaKind.ASSET, acl["asset_id"])
+            if asset is None or not _readable(w, asset, caller_id(caller)):
+                raise MetaError("acl_not_found", f"acl not found: {acl_id}")  # as if absent, like its asset
+            owner(asset, "owner_user_id", caller)
             w.delete(MetaKind.ACL, {"id": acl_id})
             audit.record(w, caller, "acl/revoke", [acl_id], {"asset_id": acl["asset_id"]})
         return dict(OK)
@@ -528,7 +556,7 @@ class Assets:
     def list_acl(self, caller: Caller, asset_id: str, page: Page) -> Row:
         """acl/list: the asset's entries, newest first (asset owner or team admin)."""
         with self.store.reading(caller.service_id) as r:
-            asset = existing(r, MetaKind.ASSET, asset_id)
+            asset = _readable_asset(r, caller, asset_id)
             if asset["owner_user_id"] != caller_id(caller):
                 team_admin(r, asset["team_id"], caller)
             where = {"asset_id": asset_id}

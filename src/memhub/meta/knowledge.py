@@ -93,12 +93,10 @@ def _scoped(r: MetaReader, caller: Caller, knowledge_id: str, team_id: str | Non
     if team_id is not None:
         _require_member(r, caller, team_id)
     row = r.get(MetaKind.KNOWLEDGE, knowledge_id)
-    if row is None:
-        raise NotFound(NOT_FOUND)
+    if row is None or not _member(r, caller, row["team_id"]):
+        raise NotFound(NOT_FOUND)  # another team's entry: not disclosed to outsiders, whatever team_id says
     if team_id is not None and row["team_id"] != team_id:
         raise Forbidden(MISMATCH)
-    if not _member(r, caller, row["team_id"]):
-        raise NotFound(NOT_FOUND)  # another team's entry: not disclosed to outsiders
     return row
 
 
@@ -166,7 +164,7 @@ class KnowledgeRegistry:
         return knowledge_view(stored)
 
     def get(self, caller: Caller, knowledge_id: str, team_id: str | None = None) -> Row:
-        """knowledge/get: 404 when absent, 403 when `team_id` is given and differs."""
+        """knowledge/get: 404 when absent or in a team the caller is not in, 403 when `team_id` is given and differs."""
         with self.store.reading(caller.service_id) as r:
             return knowledge_view(_scoped(r, caller, knowledge_id, team_id))
 
@@ -193,7 +191,7 @@ class KnowledgeRegistry:
                 _require_member(w, caller, team_id)
             for knowledge_id in ids:
                 row = w.get(MetaKind.KNOWLEDGE, knowledge_id)
-                if row is None or (team_id is None and not _member(w, caller, row["team_id"])):
+                if row is None or not _member(w, caller, row["team_id"]):
                     failed.append({"id": knowledge_id, "reason": "not_found"})
                 elif team_id is not None and row["team_id"] != team_id:
                     failed.append({"id": knowledge_id, "reason": "team_mismatch"})

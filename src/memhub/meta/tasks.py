@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memhub.meta import audit
+from memhub.meta.agents import agent_visible
 from memhub.meta.caller import Caller
 from memhub.meta.clock import canonical, now_iso
 from memhub.meta.errors import MetaError
@@ -27,8 +28,11 @@ TASK_FIELDS = (
 )
 
 
-def _agent_in_team(r: MetaReader, agent_id: str, team_id: str) -> Row:
-    agent = existing(r, MetaKind.AGENT, agent_id)
+def _agent_in_team(r: MetaReader, caller: Caller, agent_id: str, team_id: str) -> Row:
+    agent = r.get(MetaKind.AGENT, agent_id)
+    # An agent the caller may not see answers as a missing one; a mismatch would confirm that it exists.
+    if agent is None or not agent_visible(r, agent, caller_id(caller), system_admin=caller.is_system_admin):
+        raise MetaError("agent_not_found", f"agent not found: {agent_id}")
     if agent["team_id"] != team_id:
         raise MetaError("agent_team_mismatch", f"agent {agent_id} not in team {team_id}")
     return agent
@@ -66,7 +70,7 @@ class Tasks:
             linked = fields.get("linked_agents") or []
             seen: set[str] = set()
             for link in linked:
-                _agent_in_team(w, link["agent_id"], team_id)
+                _agent_in_team(w, caller, link["agent_id"], team_id)
                 if link["agent_id"] in seen:
                     raise MetaError("duplicate_entry", f"agent linked twice: {link['agent_id']}")
                 seen.add(link["agent_id"])
@@ -160,7 +164,7 @@ class Tasks:
         with self.store.writing(caller.service_id) as w:
             task = self._known(w, caller, task_id)
             owner(task, "creator_user_id", caller)
-            _agent_in_team(w, agent_id, task["team_id"])
+            _agent_in_team(w, caller, agent_id, task["team_id"])
             link = self._link(w, task_id, agent_id, role_in_task)
             audit.record(w, caller, "task-agent/link", [task_id, agent_id])
         return link

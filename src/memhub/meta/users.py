@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memhub.errors import MemhubError
+from memhub.errors import FieldError, MemhubError
 from memhub.meta import audit
 from memhub.meta.caller import SYSTEM_ADMIN, Caller
 from memhub.meta.clock import now_iso
@@ -77,6 +77,13 @@ def _expired(key: Row, now_ms: int) -> bool:
         return False
     at = parse_iso_ms(expires)
     return at is None or at <= now_ms
+
+
+def _future_expiry(expires_at: str | None) -> None:
+    """A new expiry must lie ahead: a key born expired is a silent no-op, and moving it back is pointless."""
+    at = parse_iso_ms(expires_at) if expires_at else None
+    if at is not None and at <= int(time.time() * 1000):
+        raise FieldError("expires_at", "must be in the future")
 
 
 @dataclass
@@ -332,6 +339,7 @@ class Users:
         """user-key/create: a further key (at most `max_active_keys` active ones); the value is shown once."""
         target = user_id or caller_id(caller)
         self._key_scope(caller, target)
+        _future_expiry(expires_at)
         key = new_user_key()
         with self.store.writing(caller.service_id) as w:
             require_user(w, target)
@@ -386,10 +394,15 @@ class Users:
             audit.record(w, caller, "user-key/revoke", [key_id], {"user_id": key["user_id"]})
 
     def update_key(self, caller: Caller, key_id: str, changes: Mapping[str, Any]) -> Row:
-        """user-key/update: name and expiry (null clears it)."""
+        """user-key/update: name and expiry (null clears it); an expired key stays expired."""
         with self.store.writing(caller.service_id) as w:
-            self._owned_key(w, caller, key_id)
+            key = self._owned_key(w, caller, key_id)
             patch = {k: v for k, v in changes.items() if k in ("name", "expires_at")}
+            if "expires_at" in patch:
+                if _expired(key, int(time.time() * 1000)):
+                    # Renewing would bring back a credential its holder was told had lapsed.
+                    raise FieldError("expires_at", "the key has expired and cannot be renewed; create a new key")
+                _future_expiry(patch["expires_at"])
             w.update(MetaKind.USER_KEY, key_id, patch)
             audit.record(w, caller, "user-key/update", [key_id], {"fields": sorted(patch)})
             row = w.get(MetaKind.USER_KEY, key_id)

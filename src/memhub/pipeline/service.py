@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memhub.errors import Forbidden, NotFound
+from memhub.errors import NotFound
+from memhub.memory.atomic import in_scope
 from memhub.pipeline.worker import PipelineWorker
 from memhub.scope import Isolation
 from memhub.store import MemoryStore
@@ -110,9 +111,8 @@ class PipelineService:
         versions = self.store.pipeline.atomic_history(iso.service_id, memory_id)
         if current is None and not versions:
             raise NotFound(f"Atomic memory not found: {memory_id}")
-        scope_ids = (iso.team_id, iso.user_id, iso.agent_id, iso.task_id)
-        if current is not None and (current.team_id, current.user_id, current.agent_id, current.task_id) != scope_ids:
-            raise Forbidden("Forbidden: the memory belongs to another team, user, agent or task")
+        if current is not None and not in_scope(current, iso):
+            raise NotFound(f"Atomic memory not found: {memory_id}")  # as if absent: a 403 would confirm it exists
         if current is None and any(v["scope_key"] != iso.memory.key for v in versions):
             raise NotFound(f"Atomic memory not found: {memory_id}")
         for version in versions:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, field_validator
+from pydantic import BeforeValidator, Field, field_validator
 
+from memhub.api.json_rules import trimmed_id
 from memhub.api.meta_schemas import MetaBody
 from memhub.api.metaplane import Guard, MetaCall, MetaRoute
 from memhub.api.schemas import MAX_ID_CHARS
+from memhub.ids import NO_CONTROL_RULE, has_control
 from memhub.memory.chat_memory import ChatMemoryService
 
 MAX_CLEAR_IDS = 100
@@ -24,16 +26,18 @@ def _memory_id(value: Any) -> Any:
         raise ValueError("must be a non-empty string")
     if len(value.strip()) > MAX_ID_CHARS:
         raise ValueError(f"must be at most {MAX_ID_CHARS} characters")
+    if has_control(value.strip()):
+        raise ValueError(NO_CONTROL_RULE)
     return value.strip()
 
 
-MemoryId = Annotated[str, BeforeValidator(_memory_id)]
+MemoryId = Annotated[str, BeforeValidator(_memory_id), Field(json_schema_extra=trimmed_id(MAX_ID_CHARS))]
 
 
 class ChatMemoryClear(MetaBody):
     """chat-memory/clear: 1..100 chat-memory asset ids (`chat_memory-{team}-{agent}`), trimmed and de-duplicated."""
 
-    memory_ids: list[MemoryId]
+    memory_ids: list[MemoryId] = Field(json_schema_extra={"minItems": 1, "maxItems": MAX_CLEAR_IDS})
 
     @field_validator("memory_ids", mode="before")
     @classmethod

@@ -65,11 +65,25 @@ def _query_route(tool_name: str) -> MetaRoute:
 
 
 ROUTES = [
-    MetaRoute("create", CodeGraphCreate, create, Guard.DATA, summary="Index a repository (idempotent per source)"),
+    MetaRoute(
+        "create",
+        CodeGraphCreate,
+        create,
+        Guard.DATA,
+        summary="Index a repository (idempotent per source)",
+        statuses=(200, 201),
+    ),
     MetaRoute("list", CodeGraphList, list_code_graphs, Guard.DATA, summary="A team's code graphs"),
     MetaRoute("get", CodeGraphRef, get, Guard.DATA, summary="One code graph"),
     MetaRoute("update-meta", CodeGraphUpdateMeta, update_meta, Guard.DATA, summary="Rename or re-describe a graph"),
     MetaRoute("delete", CodeGraphDelete, delete, Guard.DATA, summary="Delete code graphs with their files"),
-    MetaRoute("sync", CodeGraphSync, sync, Guard.DATA, summary="Fetch the source again and re-index what changed"),
+    MetaRoute(
+        "sync",
+        CodeGraphSync,
+        sync,
+        Guard.DATA,
+        summary="Fetch the source again and re-index what changed",
+        statuses=(200, 202),
+    ),
     *(_query_route(name) for name in QUERY_TOOLS),
 ]

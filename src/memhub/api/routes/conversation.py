@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from memhub.api.dataplane import Call, DataRoute
 from memhub.api.schemas import (
+    IDEMPOTENCY_KEY_PATTERN,
+    IDEMPOTENCY_KEY_RULE,
     ConversationAdd,
     ConversationCount,
     ConversationDelete,
@@ -13,11 +16,13 @@ from memhub.api.schemas import (
     ConversationSearch,
     TimeRange,
 )
+from memhub.errors import FieldError
 from memhub.memory.conversation import MessageInput
 from memhub.store import MessageFilter, MessageRecord
 from memhub.timeutil import ms_to_iso, parse_iso_ms
 
 IDEMPOTENCY_HEADER = "idempotency-key"
+_IDEMPOTENCY_KEY = re.compile(IDEMPOTENCY_KEY_PATTERN)
 
 
 def _filter(body: TimeRange, session_id: str | None) -> MessageFilter:
@@ -46,6 +51,8 @@ def message_view(m: MessageRecord) -> dict[str, Any]:
 
 def add(call: Call, body: ConversationAdd) -> dict[str, Any]:
     key = body.idempotency_key or call.request.headers.get(IDEMPOTENCY_HEADER) or None
+    if key is not None and not _IDEMPOTENCY_KEY.match(key):
+        raise FieldError("Idempotency-Key", IDEMPOTENCY_KEY_RULE)
     messages = [
         MessageInput(
             role=m.role,

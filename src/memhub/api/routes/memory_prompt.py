@@ -26,6 +26,7 @@ from starlette.responses import Response
 from memhub.api.dataplane import Call, DataPlane, DataRoute
 from memhub.api.envelope import ok, request_id_of
 from memhub.api.isolation import resolve_isolation
+from memhub.api.openapi import query_operation
 from memhub.api.prompt_schemas import (
     MemoryPromptCreate,
     MemoryPromptDelete,
@@ -216,4 +217,5 @@ def mount(plane: DataPlane, app: FastAPI, v3_routes: Sequence[DataRoute]) -> Non
                 summary=(route.summary or route.path) + " (query string)",
                 tags=["v3"],
                 name=f"v3:GET:{path}",
+                openapi_extra=query_operation(route.model, security="data"),
             )

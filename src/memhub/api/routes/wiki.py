@@ -123,12 +123,21 @@ def retrieve(call: MetaCall, body: WikiRetrieve) -> Any:
 
 
 ROUTES = [
-    MetaRoute("create", WikiCreate, create, Guard.DATA, summary="Create a wiki (idempotent by team and name)"),
+    MetaRoute(
+        "create",
+        WikiCreate,
+        create,
+        Guard.DATA,
+        summary="Create a wiki (idempotent by team and name)",
+        statuses=(200, 201),
+    ),
     MetaRoute("list", WikiList, list_wikis, Guard.DATA, summary="A team's wikis"),
     MetaRoute("get", WikiRef, get, Guard.DATA, summary="One wiki"),
     MetaRoute("update-meta", WikiUpdateMeta, update_meta, Guard.DATA, summary="Rename or re-describe a wiki"),
     MetaRoute("delete", WikiDelete, delete, Guard.DATA, summary="Delete wikis with their files"),
-    MetaRoute("ingest", WikiIngest, ingest, Guard.DATA, summary="Rebuild the wiki from its sources"),
+    MetaRoute(
+        "ingest", WikiIngest, ingest, Guard.DATA, summary="Rebuild the wiki from its sources", statuses=(200, 202)
+    ),
     MetaRoute("raw/ls", WikiRef, raw_ls, Guard.DATA, summary="Source files and their ingest status"),
     MetaRoute("raw/read", RawRead, raw_read, Guard.DATA, summary="Read source files (PDF/DOCX as text)"),
     MetaRoute(
@@ -144,6 +153,7 @@ ROUTES = [
         Guard.DATA,
         summary="Write locked pages",
         max_body_bytes=RAW_WRITE_BODY_BYTES,
+        statuses=(202,),
     ),
     MetaRoute("page/rm", PageRm, page_rm, Guard.DATA, summary="Delete pages"),
     MetaRoute("graph", WikiRef, graph, Guard.DATA, summary="The page link graph"),

@@ -1,0 +1,95 @@
+"""Schemathesis against every operation of a real `memhub serve`, from the server's own OpenAPI document.
+
+It checks that the document states the real limits (a schema-valid request is not refused with 400, a
+schema-violating one is refused), that no request makes a 5xx, that every status and body is one the document
+declares, and that credentials are required where it says so. Generation is deterministic and bounded, so a
+run is the same run every time.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import SERVICE, Launcher, server_env
+from tests.pipeline.fake_llm import FakeChat, Reply
+
+pytestmark = pytest.mark.timeout(900)
+
+REPO = Path(__file__).resolve().parents[2]
+ADMIN_KEY = "sk-mem-fuzz-admin-0123456789abcdef"
+EXAMPLES = 10  # per operation and phase: a run stays around two minutes on a busy 2-core machine
+RUN_DEADLINE = 780.0  # a hang guard, not a performance bound
+
+CONFIG = """
+seed = 20260101
+[generation]
+max-examples = {examples}
+deterministic = true
+[output.sanitization]
+enabled = false
+# Coverage (boundaries of every constraint) and fuzzing; the document declares no examples and no links.
+[phases.examples]
+enabled = false
+[phases.stateful]
+enabled = false
+# An oversized body is refused with 413 before its fields are read.
+[checks.negative_data_rejection]
+expected-statuses = [400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429]
+[parameters]
+"header.x-tdai-service-id" = "{service}"
+[auth.openapi.bearer]
+bearer = "{gateway_key}"
+[auth.openapi.userKey]
+api_key = "{admin_key}"
+
+# The help conversation answers a documented 503 until an operator builds the help wiki.
+[[operations]]
+include-path = "/v3/context/compose"
+checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", 503]
+"""
+
+
+def test_every_operation_keeps_its_documented_contract(launcher: Launcher, data_dir: Path, tmp_path: Path) -> None:
+    with FakeChat() as llm:
+        # index: "ai" needs a model; the pipeline and embeddings are not what this run tests.
+        llm.script = Reply.text("A summary.")
+        env = {
+            "MEMHUB_PIPELINE_ENABLED": "false",
+            "MEMHUB_EMBEDDING_PROVIDER": "none",
+            "MEMHUB_LLM_BASE_URL": llm.base_url,
+            "MEMHUB_LLM_MODEL": "fake-chat",
+            "MEMHUB_CODE_GRAPH_GIT_TIMEOUT_SECONDS": "5",
+        }
+        server = launcher.serve(data_dir, env=env)
+        with server.api() as api:
+            api.ok("/v3/internal/meta/user/init-admin", {"username": "fuzz-admin", "user_key": ADMIN_KEY})
+            document = api.http.get("/openapi.json").json()
+        operations = sum(len(item) for item in document["paths"].values())
+        config = tmp_path / "schemathesis.toml"
+        config.write_text(
+            CONFIG.format(examples=EXAMPLES, service=SERVICE, gateway_key=server.key, admin_key=ADMIN_KEY)
+        )
+        command = [sys.executable, "-m", "schemathesis.cli", "--config-file", str(config), "run"]
+        command += [f"{server.url}/openapi.json", "--max-failures", "1000", "--no-color"]
+        hooks = {"SCHEMATHESIS_HOOKS": "tests.e2e.fuzz_hooks", "PYTHONPATH": f"{REPO}:{REPO / 'src'}"}
+        run = subprocess.run(
+            command,
+            cwd=tmp_path,
+            env=server_env(hooks),
+            capture_output=True,
+            text=True,
+            timeout=RUN_DEADLINE,
+            check=False,
+        )
+    report = run.stdout + run.stderr
+    # Failing requests may carry megabyte bodies: each line is cut short so the findings stay readable.
+    assert run.returncode == 0, "\n".join(line[:400] for line in report.splitlines())[-30_000:]
+    selected = re.search(r"Operations:\s+(\d+) selected / (\d+) total", report)
+    assert selected is not None, report[:2000]
+    assert int(selected.group(1)) == int(selected.group(2)) == operations, selected.group(0)
+    assert "unhandled error" not in server.stderr, server.stderr[-5000:]
