@@ -7,17 +7,26 @@ read words, so each hook below turns a generated request into one that keeps the
 - `metadata_json` holds a JSON document (`contentMediaType: application/json`);
 - a key's `expires_at` lies in the future;
 - a generation-log `cursor` is one the server issued (opaque, so a generated one is left out);
-- an upload names each file once (`files[].filename`).
+- an upload names each file once (`files[].filename`);
+- a code graph's `repo_url` resolves to a public address (or is a `file://` URL under the source roots): the run
+  has no network, so a URL the schema allows becomes the test's local repository (`FUZZ_REPO_URL`), and no
+  request ever makes the server fetch from anywhere else;
+- a knowledge `service_url` is on a trusted origin: a URL the schema allows becomes the gateway's own
+  (`FUZZ_SERVICE_URL`).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from typing import Any
 
 import schemathesis
 
+from memhub.api.json_rules import REPO_URL
 from memhub.api.knowledge_schemas import RawWrite
+from memhub.api.meta_schemas import HTTP_URL
 from memhub.api.prompt_schemas import MAX_CURSOR_CHARS
 from memhub.timeutil import parse_iso_ms
 
@@ -30,6 +39,12 @@ RANGES = [
 WINDOW_MS = 90 * 86_400_000
 FUTURE = "2999-01-01T00:00:00Z"
 MAX_FILES = RawWrite.model_json_schema()["properties"]["files"]["maxItems"]
+URL_MAX = 2048
+# What a schema-valid URL becomes (set by the test); a URL the schema refuses is left for the server to refuse.
+SUBSTITUTES = {
+    "repo_url": (re.compile(REPO_URL), os.environ.get("FUZZ_REPO_URL", "")),
+    "service_url": (re.compile(HTTP_URL), os.environ.get("FUZZ_SERVICE_URL", "")),
+}
 
 
 def _keep_rules(values: Any) -> Any:
@@ -51,6 +66,10 @@ def _keep_rules(values: Any) -> Any:
     if isinstance(files, list) and 0 < len(files) <= MAX_FILES:  # a list past its bounds stays as it is
         names = [f.get("filename") if isinstance(f, dict) else None for f in files]
         values["files"] = [f for i, f in enumerate(files) if names[i] is None or names[i] not in names[:i]]
+    for name, (pattern, substitute) in SUBSTITUTES.items():
+        url = values.get(name)
+        if substitute and isinstance(url, str) and 0 < len(url) <= URL_MAX and pattern.search(url):
+            values[name] = substitute
     cursor = values.get("cursor")
     if isinstance(cursor, str) and 0 < len(cursor) <= MAX_CURSOR_CHARS:
         del values["cursor"]

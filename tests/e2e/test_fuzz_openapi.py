@@ -58,7 +58,10 @@ def test_every_operation_keeps_its_documented_contract(launcher: Launcher, data_
     with FakeChat() as llm:
         # index: "ai" needs a model; the pipeline and embeddings are not what this run tests.
         llm.script = Reply.text("A summary.")
+        code_root = tmp_path / "code"
+        repo = _git_repository(code_root / "repo")
         env = {
+            "MEMHUB_CODE_SOURCE_ROOTS": str(code_root),
             "MEMHUB_PIPELINE_ENABLED": "false",
             "MEMHUB_EMBEDDING_PROVIDER": "none",
             "MEMHUB_LLM_BASE_URL": llm.base_url,
@@ -76,7 +79,12 @@ def test_every_operation_keeps_its_documented_contract(launcher: Launcher, data_
         )
         command = [sys.executable, "-m", "schemathesis.cli", "--config-file", str(config), "run"]
         command += [f"{server.url}/openapi.json", "--max-failures", "1000", "--no-color"]
-        hooks = {"SCHEMATHESIS_HOOKS": "tests.e2e.fuzz_hooks", "PYTHONPATH": f"{REPO}:{REPO / 'src'}"}
+        hooks = {
+            "SCHEMATHESIS_HOOKS": "tests.e2e.fuzz_hooks",
+            "PYTHONPATH": f"{REPO}:{REPO / 'src'}",
+            "FUZZ_REPO_URL": repo.as_uri(),
+            "FUZZ_SERVICE_URL": f"{server.url}/v3",
+        }
         run = subprocess.run(
             command,
             cwd=tmp_path,
@@ -93,3 +101,14 @@ def test_every_operation_keeps_its_documented_contract(launcher: Launcher, data_
     assert selected is not None, report[:2000]
     assert int(selected.group(1)) == int(selected.group(2)) == operations, selected.group(0)
     assert "unhandled error" not in server.stderr, server.stderr[-5000:]
+
+
+def _git_repository(path: Path) -> Path:
+    """A one-commit git repository with a Python file: what every schema-valid `repo_url` is pointed at."""
+    path.mkdir(parents=True)
+    (path / "app.py").write_text("def main():\n    return 1\n")
+    env = {**server_env(), "GIT_AUTHOR_NAME": "fuzz", "GIT_AUTHOR_EMAIL": "fuzz@example.invalid"}
+    env |= {"GIT_COMMITTER_NAME": "fuzz", "GIT_COMMITTER_EMAIL": "fuzz@example.invalid"}
+    for command in (["init", "-q", "-b", "main"], ["add", "app.py"], ["commit", "-q", "-m", "init"]):
+        subprocess.run(["git", *command], cwd=path, env=env, check=True, capture_output=True, timeout=60)
+    return path

@@ -47,13 +47,17 @@ def wiki_filename(extensions: frozenset[str] | set[str], index_file: str | None 
 WIKI_REF = rf"^(?:{_VISIBLE}/)*{_VISIBLE}$"
 
 
-# What memhub.knowledge.codegraph.git.check_repo_url accepts: an http(s)/git/ssh URL naming a host, or the scp form.
+# What memhub.knowledge.codegraph.remote accepts by default: an http(s) URL naming a host (no user@ part, query,
+# fragment or backslash), or a file:// URL. Whether its host resolves only to public addresses depends on DNS and
+# on the operator's allow-list, so the route's description states that rule in words; ssh://, git:// and the scp
+# form are refused unless the operator turns them on (MEMHUB_CODE_GRAPH_ALLOW_SSH).
 _HOST = r"[A-Za-z0-9][A-Za-z0-9.-]*(?::[0-9]{1,5})?"
-_URL_PATH = r"(?:/[^\s\x00-\x1f]*)?"
-REPO_URL = (
-    rf"^(?:(?:[hH][tT][tT][pP][sS]?|[gG][iI][tT])://{_HOST}{_URL_PATH}"
-    rf"|[sS][sS][hH]://(?:[A-Za-z0-9._-]+@)?{_HOST}{_URL_PATH}"
-    r"|(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9.-]*:[A-Za-z0-9._~+-][A-Za-z0-9._~/+-]*)$"
+_URL_PATH = r"(?:/[^\s\x00-\x1f?#\\]*)?"
+REPO_URL = rf"^(?:[hH][tT][tT][pP][sS]?://{_HOST}{_URL_PATH}|[fF][iI][lL][eE]:///[^\s\x00-\x1f]*)$"
+REPO_URL_RULE = (
+    "An https or http URL whose host resolves only to public addresses (an operator may allow hosts with "
+    "MEMHUB_CODE_GRAPH_HOST_ALLOWLIST, and ssh://, git:// and host:path URLs with MEMHUB_CODE_GRAPH_ALLOW_SSH), "
+    "or a file:// URL under MEMHUB_CODE_SOURCE_ROOTS."
 )
 # A branch or tag: words joined by "." and "/", never two of one in a row, ending in a word.
 BRANCH = r"^[A-Za-z0-9_][A-Za-z0-9_+-]*(?:(?:\.(?:/\.)*/?|/(?:\./)*\.?)[A-Za-z0-9_+-]+)*$"

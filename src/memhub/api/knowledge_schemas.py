@@ -16,6 +16,7 @@ from memhub.api.json_rules import (
     BASE64,
     BRANCH,
     REPO_URL,
+    REPO_URL_RULE,
     WIKI_REF,
     all_of,
     given,
@@ -33,7 +34,10 @@ from memhub.knowledge.wiki.sources import SUPPORTED_EXTENSIONS, TEXT_EXTENSIONS
 WikiStatus = Literal["draft", "pending", "processing", "ready", "failed"]
 Summary = Annotated[str, Field(max_length=256)]
 LocalPath = Annotated[str, Field(min_length=1, max_length=4096, json_schema_extra={"pattern": ABSOLUTE})]
-RepoUrl = Annotated[str, Field(min_length=1, max_length=2048, json_schema_extra={"pattern": REPO_URL})]
+RepoUrl = Annotated[
+    str,
+    Field(min_length=1, max_length=2048, description=REPO_URL_RULE, json_schema_extra={"pattern": REPO_URL}),
+]
 Branch = Annotated[str, Field(min_length=1, max_length=255, json_schema_extra={"pattern": BRANCH})]
 SOURCE_FILENAME = wiki_filename(SUPPORTED_EXTENSIONS, INDEX_FILE)
 BINARY_FILE = wiki_filename(SUPPORTED_EXTENSIONS - TEXT_EXTENSIONS)  # sent base64-encoded

@@ -64,6 +64,15 @@ HTTP_URL = r"^[hH][tT][tT][pP][sS]?://[A-Za-z0-9._~%!$&'()*+,;=:@-]+(?:[/?#]\S*)
 Url = Annotated[
     str, Field(min_length=1, max_length=2048, json_schema_extra={"pattern": HTTP_URL}), AfterValidator(_url)
 ]
+# Agents are told to send their user key to a knowledge entry's URL, so it must be on a trusted origin; which
+# origins are trusted is the server's configuration, so the schema states the rule in words.
+ServiceUrl = Annotated[
+    Url,
+    Field(
+        description="An http(s) URL on this gateway's public origin (MEMHUB_KNOWLEDGE_PUBLIC_URL) or on an origin "
+        "in MEMHUB_KNOWLEDGE_URL_ALLOWLIST."
+    ),
+]
 
 
 class MetaBody(BaseModel):
@@ -495,7 +504,7 @@ class KnowledgeChanges(MetaBody):
 class KnowledgeCreate(KnowledgeChanges):
     knowledge_id: Id
     type: Literal["wiki", "code-graph"]
-    service_url: Url
+    service_url: ServiceUrl
     name: Name
     team_id: Id
     user_id: Id | None = None
@@ -508,7 +517,7 @@ class KnowledgeGet(MetaBody):
 
 class KnowledgeUpdate(KnowledgeChanges, KnowledgeGet):
     name: Name | None = None
-    service_url: Url | None = None
+    service_url: ServiceUrl | None = None
 
 
 class KnowledgeDelete(MetaBody):
