@@ -230,6 +230,24 @@ def test_a_wiki_reads_a_local_folder_under_an_allowed_root(make_wk: Callable[...
     assert not (wk.wiki_dir(wiki_id) / "raw").exists()  # nothing is copied into the data dir
 
 
+def test_a_build_refuses_a_local_folder_no_longer_under_the_allowed_roots(
+    make_wk: Callable[..., WikiHttp], tmp_path: Path
+) -> None:
+    root = tmp_path / "sources"
+    _local_tree(root)
+    wk = make_wk(wiki_source_roots=[root])
+    wiki_id = wk.create("local", source_path=str(root))
+    assert wk.ingest(wiki_id)["version"] == "1"
+    wk.wikis.builds.source_roots = ()  # the operator took the folder off MEMHUB_WIKI_SOURCE_ROOTS
+    (root / "gamma.md").write_text("# Gamma\n\nGamma text.\n", encoding="utf-8")
+    failed = wk.ingest(wiki_id)
+    assert failed["status"] == "failed" and failed["version"] == "1"
+    assert failed["sync_error"] == (
+        "source_path: no longer under an allowed source root (MEMHUB_WIKI_SOURCE_ROOTS changed)"
+    )
+    assert "gamma" not in wk.page_ids(wiki_id)  # the last good build still serves; nothing new was read
+
+
 @pytest.mark.parametrize(
     ("route", "extra"),
     [

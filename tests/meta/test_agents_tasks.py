@@ -649,6 +649,21 @@ def test_append_participation_rules(crew: Crew) -> None:
         404,
         "agent_not_found: agent not found: agt-nothing000",
     )
+    # Another team's agent, or a member's private agent, answers exactly like an unknown one.
+    foreign_agent = org.agent(crew.carol, crew.other_team, "theirs")
+    private = org.agent(bob, crew.team, "bobs-own", visibility="private")
+    for other in (foreign_agent, private):
+        refused(
+            org,
+            alice,
+            path,
+            {**base, "agent_id": other, "user_id": alice.user_id},
+            404,
+            f"agent_not_found: agent not found: {other}",
+        )
+    # The member whose private agent it is may log through it, and a team admin may log them through it.
+    assert org.ok(bob, path, {**base, "agent_id": private, "user_id": bob.user_id})["agent_id"] == private
+    assert org.ok(crew.dave, path, {**base, "agent_id": private, "user_id": bob.user_id})["agent_id"] == private
 
 
 def test_list_participation_window_filters_and_dedupe(crew: Crew) -> None:

@@ -197,9 +197,17 @@ class Tasks:
             task = existing(w, MetaKind.TASK, fields["task_id"])
             if task["team_id"] != team_id:
                 raise MetaError("permission_denied", f"task {task['task_id']} not in team {team_id}")
-            existing(w, MetaKind.AGENT, fields["agent_id"])
+            agent = existing(w, MetaKind.AGENT, fields["agent_id"])
             if membership(w, team_id, user_id) is None:
                 raise MetaError("member_not_found", f"member not found: {team_id}/{user_id}")
+            # The agent must be one of this team's that the caller or the logged member may act through; any other
+            # answers as unknown, so the log cannot name (or confirm) another team's or a private agent.
+            usable = agent["team_id"] == team_id and (
+                agent_visible(w, agent, caller_id(caller), system_admin=caller.is_system_admin)
+                or agent_visible(w, agent, user_id)
+            )
+            if not usable:
+                raise MetaError("agent_not_found", f"agent not found: {agent['agent_id']}")
             at = canonical(fields["created_at"]) if fields.get("created_at") else now_iso()
             entry = {
                 "id": relation_id(),

@@ -20,11 +20,12 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from memhub.knowledge.build_queue import BuildQueue, Deadline, QueueLimits, Reservation
 from memhub.knowledge.lifecycle import BUSY_STATUSES, SYNC_ERROR_MAX, fail_if_busy, mark_queued, set_if_current
+from memhub.knowledge.source_roots import under_roots
 from memhub.knowledge.wiki.ai_index import llm_describer
 from memhub.knowledge.wiki.build import BuildFailed, BuildReport, build_generation, source_statuses
 from memhub.knowledge.wiki.snapshot import WikiSnapshot
@@ -77,6 +78,8 @@ class WikiBuilds:
     public_url: str
     limits: QueueLimits = field(default_factory=QueueLimits)
     llm: LLMConfig | None = None  # for `index: "ai"` builds
+    # Where a wiki may read a local folder; a build checks again, as the roots may have changed since create.
+    source_roots: tuple[Path, ...] = ()
     pool: BuildQueue = field(init=False)
 
     def __post_init__(self) -> None:
@@ -127,6 +130,10 @@ class WikiBuilds:
         )
         client = ChatClient(self.llm) if job.index_mode == "ai" and self.llm else None
         try:
+            if row["source_path"] and not under_roots(Path(row["source_path"]), self.source_roots):
+                raise BuildFailed(
+                    "source_path: no longer under an allowed source root (MEMHUB_WIKI_SOURCE_ROOTS changed)"
+                )
             describe = llm_describer(client) if client else None
             report = build_generation(source_root(self.files, job.service_id, row), target, previous, describe=describe)
             snapshot = WikiSnapshot(job.seq, target)  # loaded before the switch, so the first query is fast

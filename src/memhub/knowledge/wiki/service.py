@@ -95,7 +95,13 @@ class WikiService:
         self.files = WikiFiles(self.config.files_root)
         self.snapshots = SnapshotCache(self.files, self.store)
         self.builds = WikiBuilds(
-            self.store, self.files, self.snapshots, self.config.public_url, self.config.builds, self.config.llm
+            self.store,
+            self.files,
+            self.snapshots,
+            self.config.public_url,
+            self.config.builds,
+            self.config.llm,
+            self.config.source_roots,
         )
 
     # -- rows, views and access ------------------------------------------------------------------
