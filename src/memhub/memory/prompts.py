@@ -1,4 +1,4 @@
-"""Custom memory prompts (spec §2.6): stored per instance, owned by a team or by the instance,
+"""Custom memory prompts: stored per instance, owned by a team or by the instance,
 resolved agent → team → instance → built-in.
 
 A resolved custom prompt is appended to the pipeline's own system prompt inside a tagged block,

@@ -1,4 +1,4 @@
-"""/v3/memory-generation-log/list|get (spec §2.6); mounted with memory_prompt.mount (GET too).
+"""/v3/memory-generation-log/list|get; mounted with memory_prompt.mount (GET too).
 
 The request's isolation is authorized as on the rest of the data plane, then names the caller's own
 scope: each handler reads only the records `GenerationAccess` lets the caller see (a user key: its
