@@ -10,7 +10,7 @@ import pytest
 
 from memhub.llm import ChatClient, LLMConfig, LLMError, parse_json_loose
 from memhub.pipeline.types import PipelineError
-from memhub.provider_http import Clock
+from tests.fake_clock import FakeClock
 from tests.pipeline.fake_llm import FakeChat, Reply
 
 KEY = "sk-test-SECRET-0123456789abcdef"
@@ -20,25 +20,6 @@ KEY = "sk-test-SECRET-0123456789abcdef"
 def fake() -> Iterator[FakeChat]:
     with FakeChat() as server:
         yield server
-
-
-class FakeClock:
-    """The time a call's budget is measured in: it moves only when the client sleeps or a test says so.
-
-    The budget rules are checked against it, so no assertion depends on how busy the machine is. A
-    scripted reply can advance it to say how long that attempt took at the provider.
-    """
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def clock(self) -> Clock:
-        return Clock(lambda: self.now, self._sleep)
-
-    def _sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
 
 
 def make_client(fake: FakeChat, clock: FakeClock | None = None, **overrides: Any) -> ChatClient:

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from memhub.provider_http import Clock
 from memhub.retrieval.embed import (
     LOCAL_MODELS,
     EmbeddingConfig,
@@ -17,6 +16,7 @@ from memhub.retrieval.embed import (
     OpenAIEmbedder,
     build_embedder,
 )
+from tests.fake_clock import FakeClock
 from tests.retrieval.fake_openai import FakeOpenAI
 
 MODEL = "fake-embed"
@@ -44,21 +44,6 @@ def make(fake: FakeOpenAI) -> Iterator[object]:
     yield _make
     for embedder in built:
         embedder.close()
-
-
-class FakeClock:
-    """The time a call's budget is measured in: it moves only when the embedder sleeps between attempts."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def clock(self) -> Clock:
-        return Clock(lambda: self.now, self._sleep)
-
-    def _sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
 
 
 def on_clock(fake: FakeOpenAI, clock: FakeClock, **overrides: object) -> OpenAIEmbedder:
