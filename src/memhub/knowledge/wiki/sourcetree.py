@@ -17,6 +17,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from memhub.knowledge.source_roots import under_roots
 from memhub.knowledge.wiki.sourcetypes import SourceError
 
 # Directory levels below the source root; real documentation trees stay well under this.
@@ -60,10 +61,7 @@ class SourceTree:
 
     def contains(self, path: Path) -> bool:
         """Whether the path, symlinks resolved, is the root or inside it (False when it cannot be resolved)."""
-        try:
-            return _inside(self.root, path.resolve())
-        except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte
-            return False
+        return under_roots(path, (self.root,))
 
     def resolve(self, name: str) -> Path:
         """The real path of a relative name under the root; PathOutsideRoot for anything that leaves it."""
