@@ -44,8 +44,8 @@ from memhub.knowledge.codegraph.indexer import _extractors, discover, index_tree
 from memhub.knowledge.codegraph.queries import run_tool
 from memhub.knowledge.codegraph.resolve import resolve
 from memhub.knowledge.codegraph.syntax import WORK, FileTooComplex
-from memhub.store.graph_codec import encode_facts
-from memhub.store.sqlite_graph import SQLiteGraph
+from memhub.model.graph_codec import encode_facts
+from memhub.store.sqlite.graph import SQLiteGraph
 
 FIXTURES = HERE.parent / "tests" / "knowledge" / "codegraph" / "fixtures"
 DEFAULT_OUT = HERE / "results" / "codegraph.json"

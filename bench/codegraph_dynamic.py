@@ -65,7 +65,7 @@ from common import HERE, write_result
 from memhub.knowledge.codegraph.indexer import _extractors
 from memhub.knowledge.codegraph.python_facts import module_name
 from memhub.knowledge.codegraph.resolve import CANDIDATES_MAX, resolve
-from memhub.store.graph_records import Edge, Reference, Symbol
+from memhub.model.graph import Edge, Reference, Symbol
 
 DEFAULT_OUT = HERE / "results" / "codegraph_dynamic.json"
 # Standard-library module or package → its tests: pure Python, each suite seconds when traced (csv and heapq

@@ -59,7 +59,7 @@ from common import HERE, KEY, SERVICE, Latency, Server, client, running_server, 
 from gateway import TextGen
 from memhub.sdk import AsyncMemoryClient, MemoryClient
 from memhub.sdk.agent import AgentConfig, MemoryAgent
-from memhub.store.sqlite import EXACT_VECTOR_LIMIT
+from memhub.store.sqlite.store import EXACT_VECTOR_LIMIT
 from search import (
     E5,
     TEAM,

@@ -67,15 +67,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from common import HERE, SERVICE, Latency, Server, client, git_rev, running_server
 from gateway import TextGen
 from memhub.ids import atomic_id, message_id
+from memhub.index.tokenize import query_terms
 from memhub.memory.atomic import MEMORY_TYPES, AtomicService
 from memhub.memory.conversation import ConversationService
 from memhub.memory.embedding import EmbeddingRuntime
+from memhub.model import AtomicFilter, EmbeddingModel, MessageFilter, NewAtomic, NewMessage
 from memhub.retrieval.embed import EmbeddingConfig, LocalEmbedder
 from memhub.retrieval.hybrid import SearchOptions
-from memhub.retrieval.tokenize import query_terms
 from memhub.scope import Isolation, MemoryScope
-from memhub.store import AtomicFilter, EmbeddingModel, MessageFilter, NewAtomic, NewMessage
-from memhub.store.sqlite import EXACT_VECTOR_LIMIT, SQLiteStore
+from memhub.store.sqlite.store import EXACT_VECTOR_LIMIT, SQLiteStore
 
 DEFAULT_OUT = HERE / "results" / "search.json"
 MODEL = EmbeddingModel("local:multilingual-e5-small-q4", 384)
@@ -515,7 +515,7 @@ def breakdown(spec: DataSpec, data_dir: Path, args: argparse.Namespace, pool: Qu
     scope = _memory_scope(sc.name)
     iso = Isolation(SERVICE, TEAM, USER, f"agent-{sc.name}")
     handler = _GraphLog()
-    vlog = logging.getLogger("memhub.retrieval.vectors")
+    vlog = logging.getLogger("memhub.index.vectors")
     vlog.addHandler(handler)
     vlog.setLevel(logging.INFO)
     out: dict[str, Any] = {"scope_records": {"L0": sc.l0, "L1": sc.l1}}

@@ -37,7 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from memhub.retrieval.vectors import VectorIndex
+from memhub.index.vectors import VectorIndex
 
 DIM = 384
 DATASETS = {

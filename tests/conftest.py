@@ -17,7 +17,7 @@ from memhub.memory.embedding import EmbeddingRuntime
 from memhub.pipeline.worker import PipelineWorker
 from memhub.runtime import dimension_known_offline, embedding_runtime
 from memhub.settings import Settings
-from memhub.store.sqlite import EXACT_VECTOR_LIMIT, SQLiteStore
+from memhub.store.sqlite.store import EXACT_VECTOR_LIMIT, SQLiteStore
 
 GATEWAY_KEY = "mh-gw-test-0123456789abcdefghijklmnopqrstuvwxyz"
 SERVICE = "svc-a"

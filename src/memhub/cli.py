@@ -12,15 +12,15 @@ from typing import Annotated, Any
 import typer
 
 from memhub.gateway_key import GatewayKey, ensure_gateway_key
+from memhub.index.tokenize import warm_up
 from memhub.memory.embedding import ModelMismatch
 from memhub.meta.errors import MetaError
 from memhub.meta.keys import load_key_hasher
 from memhub.meta.services import MetaServices
+from memhub.model import EmbeddingModel
 from memhub.retrieval.embed import EmbeddingError
-from memhub.retrieval.tokenize import warm_up
 from memhub.runtime import dimension_known_offline, embedding_runtime
 from memhub.settings import Settings
-from memhub.store import EmbeddingModel
 from memhub.store.sqlite import SQLiteStore
 
 app = typer.Typer(help="memhub: a team-level memory hub for AI agents.", no_args_is_help=True)

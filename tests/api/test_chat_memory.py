@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from memhub.model import EmbeddingModel, MessageFilter
 from memhub.pipeline.stages import Stages
 from memhub.scope import MemoryScope, ProfileScope
 from memhub.sdk import MemoryClient
-from memhub.store import EmbeddingModel, MessageFilter
 from memhub.store.pipeline import L1Outcome, LeaseLost
-from memhub.store.sqlite_clear import CANCELLED
+from memhub.store.sqlite.clear import CANCELLED
 from memhub.timeutil import now_ms
 from tests.conftest import Gateway, build_gateway
 from tests.meta.metadata_client import serve

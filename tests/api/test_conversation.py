@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memhub.retrieval.tokenize import index_text, query_terms
+from memhub.index.tokenize import index_text, query_terms
 from tests.conftest import ISO, Gateway, build_gateway
 
 MSG_ID = re.compile(r"^msg-[0-9a-f]{12}$")

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from memhub.memory.embedding import QUERY_COOL_DOWN_S
-from memhub.store import EmbeddingModel
+from memhub.model import EmbeddingModel
 from memhub.store.sqlite import SQLiteStore
 from tests.conftest import Gateway
 from tests.retrieval.fake_openai import FakeOpenAI

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from memhub.store.sqlite import DB_FILENAME
+from memhub.store.sqlite.store import DB_FILENAME
 from tests.conftest import Gateway
 
 MESSAGE = {"session_id": "s", "messages": [{"role": "user", "content": "written once the lock is gone"}]}

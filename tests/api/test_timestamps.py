@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from memhub.ids import message_id
+from memhub.model import NewMessage
 from memhub.scope import MemoryScope
-from memhub.store import NewMessage
 from tests.conftest import ISO, SERVICE, Gateway, build_gateway
 
 RANGE_RULE = "must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z in UTC"

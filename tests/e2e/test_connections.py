@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from memhub.store.sqlite import DB_FILENAME
+from memhub.store.sqlite.store import DB_FILENAME
 from tests.e2e.conftest import GATEWAY_KEY, HOST, SCOPE, SERVICE, Launcher
 
 pytestmark = pytest.mark.timeout(120)

@@ -9,7 +9,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from memhub.store.sqlite import DB_FILENAME
+from memhub.store.sqlite.store import DB_FILENAME
 from tests.conftest import Gateway
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from memhub.store.sqlite import DB_FILENAME
+from memhub.store.sqlite.store import DB_FILENAME
 from tests.conftest import build_gateway
 from tests.meta.org import Org, table_snapshot
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from memhub.model.prompts import GenerationRef, PromptRef, TokenUsage
 from memhub.pipeline.generation_log import MAX_ERROR_CHARS, RETENTION_MS, GenerationLogService
-from memhub.store.prompts import GenerationRef, PromptRef, TokenUsage
-from memhub.store.sqlite_prompts import SQLitePromptStore
+from memhub.store.sqlite.prompts import SQLitePromptStore
 from memhub.timeutil import ms_to_iso, now_ms
 from tests.conftest import ISO, Gateway, build_gateway
 from tests.pipeline.test_memory_prompts import wire

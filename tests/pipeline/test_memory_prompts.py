@@ -17,10 +17,10 @@ from memhub.errors import Conflict
 from memhub.gateway_key import ensure_gateway_key
 from memhub.memory.prompt_access import INSTANCE_ADMIN, PromptAccess
 from memhub.memory.prompts import MAX_PROMPTS, MemoryPromptService, builtin, compose, prompt_ref
+from memhub.model.prompts import MemoryPrompt, PromptTarget, ResolvedPrompt
 from memhub.pipeline.generation_access import GenerationAccess
 from memhub.pipeline.generation_log import GenerationLogService
-from memhub.store.prompts import MemoryPrompt, PromptTarget, ResolvedPrompt
-from memhub.store.sqlite_prompts import SQLitePromptStore
+from memhub.store.sqlite.prompts import SQLitePromptStore
 from memhub.timeutil import ms_to_iso, now_ms
 from tests.conftest import GATEWAY_KEY, Gateway, build_gateway
 

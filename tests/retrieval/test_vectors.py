@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memhub.retrieval import vectors as vectors_mod
-from memhub.retrieval.vectors import VectorIndex
+from memhub.index import vectors as vectors_mod
+from memhub.index.vectors import VectorIndex
 
 pytest.importorskip("usearch")
 

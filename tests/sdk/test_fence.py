@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memhub.sdk.fence import PROMPT_TAGS, escape_headings, escape_tags, fence, fence_overhead, neutralise
+from memhub.formats.fence import PROMPT_TAGS, escape_headings, escape_tags, fence, fence_overhead, neutralise
 
 
 @pytest.mark.parametrize(

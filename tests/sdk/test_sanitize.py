@@ -6,8 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memhub.pipeline import quality
-from memhub.sdk.sanitize import (
+from memhub.formats.sanitize import (
     SANITIZE_RULES,
     SanitizeRule,
     sanitize_server_text,
@@ -15,6 +14,7 @@ from memhub.sdk.sanitize import (
     should_capture_l0,
     strip_code_blocks,
 )
+from memhub.pipeline import quality
 
 PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memhub.store.meta import DuplicateEntry, MetaKind, MetaStore
+from memhub.model.meta import DuplicateEntry, MetaKind
+from memhub.store.meta import MetaStore
 from memhub.store.sqlite import SQLiteStore
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from memhub.ids import atomic_id, message_id
-from memhub.retrieval.tokenize import query_terms
+from memhub.index.tokenize import query_terms
+from memhub.model import AtomicFilter, AuditContext, DocumentRecord, MessageFilter, NewAtomic, NewMessage
 from memhub.scope import MemoryScope, ProfileScope
-from memhub.store import AtomicFilter, AuditContext, DocumentRecord, MessageFilter, NewAtomic, NewMessage
-from memhub.store import sqlite as sqlite_store
-from memhub.store.sqlite import DB_FILENAME, SQLiteStore
+from memhub.store.sqlite import store as sqlite_store
+from memhub.store.sqlite.store import DB_FILENAME, SQLiteStore
 
 A = MemoryScope("svc", "team", "alice", "agent", "")
 B = MemoryScope("svc", "team", "bob", "agent", "")

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from memhub.ids import message_id
-from memhub.retrieval.tokenize import query_terms
+from memhub.index.tokenize import query_terms
+from memhub.model import MessageFilter, NewMessage
 from memhub.scope import MemoryScope
-from memhub.store import MessageFilter, NewMessage, sqlite_fts
 from memhub.store.sqlite import SQLiteStore
+from memhub.store.sqlite import fts as sqlite_fts
 
 SCOPE = MemoryScope("svc", "team", "user", "agent", "")
 

@@ -14,20 +14,12 @@ import numpy as np
 import pytest
 
 from memhub.ids import atomic_id, message_id
-from memhub.retrieval.tokenize import index_text, query_terms
+from memhub.index.tokenize import index_text, query_terms
+from memhub.model import AtomicFilter, AuditContext, EmbeddingModel, EmbeddingTask, MessageFilter, NewAtomic, NewMessage
 from memhub.scope import MemoryScope
-from memhub.store import (
-    AtomicFilter,
-    AuditContext,
-    EmbeddingModel,
-    EmbeddingTask,
-    MessageFilter,
-    NewAtomic,
-    NewMessage,
-)
-from memhub.store.sqlite import DB_FILENAME, SQLiteStore
-from memhub.store.sqlite_fts import owner_prefix, qualify
-from memhub.store.sqlite_schema import MIGRATIONS
+from memhub.store.sqlite.fts import owner_prefix, qualify
+from memhub.store.sqlite.schema import MIGRATIONS
+from memhub.store.sqlite.store import DB_FILENAME, SQLiteStore
 from tests.retrieval.fake_openai import fake_vector
 
 DIM = 32

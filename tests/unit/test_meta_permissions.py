@@ -22,7 +22,7 @@ from memhub.meta.permissions import (
     can_bind,
     check_permission,
 )
-from memhub.store.meta import Row
+from memhub.model.meta import Row
 
 TEAM = "team-1"
 OWNER = "usr-owner"

@@ -1,6 +1,6 @@
 """CJK-aware tokenization: segmentation, bigram fallback, stopwords."""
 
-from memhub.retrieval.tokenize import MAX_QUERY_TERMS, cjk_bigrams, fts_or, index_text, query_terms
+from memhub.index.tokenize import MAX_QUERY_TERMS, cjk_bigrams, fts_or, index_text, query_terms
 
 
 def test_english_words_are_folded_and_stemmed_without_bigrams() -> None:

@@ -9,10 +9,10 @@ opens with a marker line. The layout fences the excerpt (`<conversation-excerpt>
 from __future__ import annotations
 
 from memhub.context.model import Language, Rendered, SourceRef
+from memhub.formats.fence import escape_tags
 from memhub.memory.conversation import ConversationService
+from memhub.model import MessageFilter
 from memhub.scope import Isolation
-from memhub.sdk.fence import escape_tags
-from memhub.store import MessageFilter
 
 # More than ever fits in the cap (a line is at least a few characters), without reading a long session whole.
 TAIL_MESSAGES = 60

@@ -13,11 +13,11 @@ from dataclasses import dataclass, replace
 
 from memhub.context.model import Rendered, SourceKind, SourceRef
 from memhub.context.sources import Shelf
+from memhub.formats.fence import neutralise
 from memhub.knowledge.wiki.index import WikiIndex
 from memhub.knowledge.wiki.pages import Page, page_id
 from memhub.knowledge.wiki.passages import Source, assemble
 from memhub.knowledge.wiki.walk import MAX_DOCUMENTS, DocumentHit, walk
-from memhub.sdk.fence import neutralise
 
 STANDARD_KIND = "standard"
 
@@ -67,7 +67,7 @@ def pick_documents(
 
 
 def render_picks(kind: SourceKind, picks: Sequence[Pick], question: str, cap: int) -> Rendered:
-    """The picks' passages with source lines, neutralised (memhub.sdk.fence) and capped at `cap` characters (tail
+    """The picks' passages with source lines, neutralised (memhub.formats.fence) and capped at `cap` characters (tail
     marked "excerpt truncated")."""
     if not picks or cap <= 0:
         return Rendered()

@@ -13,7 +13,7 @@ System part (workspace agent)::
     【Recent conversation memory excerpt】 <conversation-excerpt> …
 
 Every section's text came from a document, a user or the conversation: it is data, so it sits inside its own tag
-fence, escaped by its renderer (memhub.sdk.fence) so that nothing in it can close the fence or pass for one of
+fence, escaped by its renderer (memhub.formats.fence) so that nothing in it can close the fence or pass for one of
 our headings. Sections are rendered in that order, each under its own cap and under what the total cap leaves
 after the notes and the sections before it, so an earlier section is never cut for a later one. The heading and
 the fence tags are not counted in a section's own cap, only in the total. An empty section is left out, heading
@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memhub.context.model import Rendered, SourceRef
-from memhub.sdk.fence import fence, fence_overhead
+from memhub.formats.fence import fence, fence_overhead
 
 SEPARATOR = "\n\n"
 # With less room than this a section would be its heading and a truncation marker: it is left out instead.
@@ -38,7 +38,7 @@ MIN_SECTION_ROOM = 200
 class Section:
     """One block of the system part: its key, heading, fence tag, own cap, and how to render it under a cap.
 
-    `render` returns text already escaped for the fence (memhub.sdk.fence).
+    `render` returns text already escaped for the fence (memhub.formats.fence).
     """
 
     key: str

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from memhub.context.model import Rendered, SourceRef
+from memhub.formats.fence import escape_tags, neutralise
 from memhub.knowledge.wiki.passages import TRUNCATION_MARKER as TRUNCATED
 from memhub.meta.caller import Caller
-from memhub.sdk.fence import escape_tags, neutralise
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +46,7 @@ class NoSkills:
 def render_notes(notes: Sequence[SkillNote], cap: int) -> Rendered:
     """Notes as `[skill: title]` blocks in order, capped; a cut tail is marked like a knowledge block's.
 
-    Skill text is written by users: it is escaped (memhub.sdk.fence) before it is measured against the cap.
+    Skill text is written by users: it is escaped (memhub.formats.fence) before it is measured against the cap.
     """
     parts: list[str] = []
     refs: list[SourceRef] = []

@@ -22,7 +22,8 @@ from memhub.knowledge.wiki.service import WikiService
 from memhub.knowledge.wiki.snapshot import WikiSnapshot
 from memhub.meta.caller import Caller
 from memhub.meta.permissions import UNUSABLE_STATUSES, can_bind
-from memhub.store.meta import MetaKind, MetaReader, Row
+from memhub.model.meta import MetaKind, Row
+from memhub.store.meta import MetaReader
 
 SYSTEM_TEAM = "__system__"
 WIKI_ASSET = "llm_wiki"

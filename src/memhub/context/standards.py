@@ -27,12 +27,12 @@ from typing import Any
 from memhub.context.knowledge import STANDARD_KIND, Pick
 from memhub.context.model import StandardCheck
 from memhub.context.sources import Shelf
+from memhub.index.tokenize import query_terms
 from memhub.knowledge.wiki.globs import glob_matches
 from memhub.knowledge.wiki.index import WikiDocument
 from memhub.knowledge.wiki.pages import Page, page_id
 from memhub.knowledge.wiki.sources import split_front_matter
 from memhub.knowledge.wiki.walk import DocumentHit, score_entry
-from memhub.retrieval.tokenize import query_terms
 
 PUBLISHED = ("published", "in-force")
 MAX_STANDARDS = 3

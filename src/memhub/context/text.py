@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from memhub.context.model import Language
 
-# The tag each section's text is fenced in (memhub.sdk.fence lists them among the tags it escapes).
+# The tag each section's text is fenced in (memhub.formats.fence lists them among the tags it escapes).
 FENCES: dict[str, str] = {
     "workspace": "workspace-knowledge",
     "agent": "agent-knowledge",

@@ -14,7 +14,8 @@ from memhub.errors import Forbidden
 from memhub.meta import audit
 from memhub.meta.caller import Caller
 from memhub.meta.guards import membership
-from memhub.store.meta import MetaKind, MetaReader, MetaWriter, Row
+from memhub.model.meta import MetaKind, Row
+from memhub.store.meta import MetaReader, MetaWriter
 
 
 def gated(caller: Caller) -> bool:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from memhub.errors import Conflict
 from memhub.meta.clock import now_iso
-from memhub.store.meta import ID_FIELD, MetaKind, MetaStore, MetaWriter, Row
+from memhub.model.meta import ID_FIELD, MetaKind, Row
+from memhub.store.meta import MetaStore, MetaWriter
 
 BUSY_STATUSES = ("pending", "processing")
 SYNC_ERROR_MAX = 500

@@ -31,7 +31,8 @@ from memhub.meta.caller import Caller
 from memhub.meta.config import ConfigParams
 from memhub.meta.guards import membership
 from memhub.meta.origins import NO_ORIGINS, KnowledgeOrigins
-from memhub.store.meta import MetaKind, MetaStore
+from memhub.model.meta import MetaKind
+from memhub.store.meta import MetaStore
 
 log = logging.getLogger("memhub.knowledge")
 

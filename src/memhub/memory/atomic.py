@@ -10,11 +10,13 @@ import numpy as np
 
 from memhub.errors import NotFound
 from memhub.ids import atomic_id
+from memhub.index.tokenize import query_terms
 from memhub.memory.embedding import EmbeddingRuntime, search_with
+from memhub.model import AtomicFilter, AtomicRecord, AuditContext, NewAtomic
+from memhub.model.query import QueryTerms
 from memhub.retrieval.hybrid import RecordView, SearchOptions, SearchOutcome, priority_boost
-from memhub.retrieval.tokenize import QueryTerms, query_terms
 from memhub.scope import Isolation, MemoryScope
-from memhub.store import AtomicFilter, AtomicRecord, AuditContext, MemoryStore, NewAtomic
+from memhub.store import MemoryStore
 from memhub.timeutil import now_ms
 
 CHAT_TYPES = ("persona", "episodic", "instruction")

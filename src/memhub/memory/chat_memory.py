@@ -25,8 +25,10 @@ from memhub.meta.assets import CHAT_MEMORY, CHAT_MEMORY_PREFIX, chat_memory_asse
 from memhub.meta.caller import Caller
 from memhub.meta.guards import membership
 from memhub.meta.permissions import check_permission
-from memhub.store import AuditContext, ClearedMemory, ClearTarget, MemoryStore
-from memhub.store.meta import MetaKind, MetaReader, Row
+from memhub.model import AuditContext, ClearedMemory, ClearTarget
+from memhub.model.meta import MetaKind, Row
+from memhub.store import MemoryStore
+from memhub.store.meta import MetaReader
 
 NOT_FOUND = "not_found"
 DENIED = "permission_denied"

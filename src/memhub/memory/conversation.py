@@ -12,12 +12,14 @@ import numpy as np
 
 from memhub.errors import Conflict
 from memhub.ids import message_id
+from memhub.index.tokenize import query_terms
 from memhub.memory.embedding import EmbeddingRuntime, search_with
+from memhub.model import MessageFilter, MessageRecord, NewMessage
+from memhub.model.query import QueryTerms
 from memhub.retrieval.hybrid import RecordView, SearchOptions, SearchOutcome
 from memhub.retrieval.speakers import speaker_of
-from memhub.retrieval.tokenize import QueryTerms, query_terms
 from memhub.scope import Isolation, MemoryScope
-from memhub.store import MemoryStore, MessageFilter, MessageRecord, NewMessage
+from memhub.store import MemoryStore
 from memhub.timeutil import now_ms
 
 MESSAGE_VIEW: RecordView[MessageRecord] = RecordView(

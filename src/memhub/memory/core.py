@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, replace
 
+from memhub.formats.scene_navigation import remove_generated
 from memhub.memory.atomic import audit_context
+from memhub.model import DocumentRecord
 from memhub.scope import Isolation
-from memhub.sdk.scene_navigation import remove_generated
-from memhub.store import DocumentRecord, MemoryStore
+from memhub.store import MemoryStore
 from memhub.timeutil import now_ms
 
 PERSONA_PATH = "persona.md"

@@ -20,11 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from memhub.model import EmbeddingModel
+from memhub.model.query import QueryTerms
 from memhub.retrieval.embed import Embedder, EmbeddingError
 from memhub.retrieval.hybrid import Channels, R, RecordView, SearchOptions, SearchOutcome, hybrid_search
 from memhub.retrieval.packing import truncate_to_tokens
-from memhub.retrieval.tokenize import QueryTerms
-from memhub.store import EmbeddingModel, MemoryStore
+from memhub.store import MemoryStore
 from memhub.timeutil import now_ms
 
 log = logging.getLogger("memhub.embedding")

@@ -25,7 +25,8 @@ from memhub.meta.access import AccessDenied
 from memhub.meta.agents import agent_visible
 from memhub.meta.caller import Caller
 from memhub.meta.guards import ACTIVE
-from memhub.store.meta import MetaKind, MetaReader, MetaStore
+from memhub.model.meta import MetaKind
+from memhub.store.meta import MetaReader, MetaStore
 
 NOT_MEMBER = "not a team this user is an active member of"
 NOT_USABLE = "not an agent this user may use"

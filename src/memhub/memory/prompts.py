@@ -17,13 +17,12 @@ from typing import Any
 
 from memhub.errors import BadRequest, Conflict, NotFound
 from memhub.memory.prompt_access import PromptRights
-from memhub.store.prompts import (
+from memhub.model.prompts import (
     MemoryPrompt,
     Page,
     PromptLayer,
     PromptRef,
     PromptSetting,
-    PromptStore,
     PromptTarget,
     ResolvedPrompt,
     SettingAction,
@@ -32,6 +31,7 @@ from memhub.store.prompts import (
     SettingLogFilter,
     TargetType,
 )
+from memhub.store.prompts import PromptStore
 from memhub.timeutil import ms_to_iso, now_ms
 
 MAX_PROMPTS = 500  # per instance (the original's limit)

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from memhub.errors import Conflict, NotFound
 from memhub.memory.atomic import audit_context
 from memhub.memory.scene_format import SceneMeta, parse_heat, render_scene, split_scene
+from memhub.model import DocumentRecord
 from memhub.scope import Isolation
-from memhub.store import DocumentRecord, MemoryStore
+from memhub.store import MemoryStore
 from memhub.timeutil import ms_to_iso, now_ms
 
 

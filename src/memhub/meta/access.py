@@ -15,8 +15,9 @@ from memhub.errors import Forbidden
 from memhub.meta.agents import agent_visible
 from memhub.meta.caller import Caller
 from memhub.meta.guards import membership
+from memhub.model.meta import MetaKind
 from memhub.scope import DEFAULT_ID, Isolation
-from memhub.store.meta import MetaKind, MetaStore
+from memhub.store.meta import MetaStore
 
 
 class AccessDenied(Forbidden):

@@ -14,7 +14,8 @@ from memhub.meta.errors import MetaError
 from memhub.meta.guards import ACTIVE, active_member, caller_id, existing, membership, owner
 from memhub.meta.keys import entity_id
 from memhub.meta.paging import Page
-from memhub.store.meta import MetaKind, MetaReader, MetaStore, MetaWriter, Row
+from memhub.model.meta import MetaKind, Row
+from memhub.store.meta import MetaReader, MetaStore, MetaWriter
 
 AGENT_FIELDS = ("name", "description", "prompt", "visibility", "status", "metadata_json")
 # Set by MetaServices from the assets service: every agent has its chat-memory asset, bound to it.

@@ -39,7 +39,8 @@ from memhub.meta.permissions import (
     check_permission,
 )
 from memhub.meta.users import live_user
-from memhub.store.meta import DuplicateEntry, MetaKind, MetaReader, MetaStore, MetaWriter, Row
+from memhub.model.meta import DuplicateEntry, MetaKind, Row
+from memhub.store.meta import MetaReader, MetaStore, MetaWriter
 
 CHAT_MEMORY = "chat_memory"
 CHAT_MEMORY_PREFIX = "chat_memory-"

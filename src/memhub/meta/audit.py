@@ -10,7 +10,8 @@ from memhub.meta.caller import Caller
 from memhub.meta.clock import canonical, now_iso
 from memhub.meta.keys import relation_id
 from memhub.meta.paging import Page, read_page
-from memhub.store.meta import MetaKind, MetaStore, MetaWriter, Row
+from memhub.model.meta import MetaKind, Row
+from memhub.store.meta import MetaStore, MetaWriter
 
 
 def record(

@@ -20,7 +20,8 @@ from memhub.meta.guards import caller_id
 from memhub.meta.keys import relation_id
 from memhub.meta.quotas import Quotas
 from memhub.meta.users import live_user
-from memhub.store.meta import MetaKind, MetaReader, MetaStore, MetaWriter, Row
+from memhub.model.meta import MetaKind, Row
+from memhub.store.meta import MetaReader, MetaStore, MetaWriter
 
 GLOBAL = "global"
 USER = "user"

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from memhub.meta.caller import Caller
 from memhub.meta.errors import MetaError, denied
-from memhub.store.meta import MetaKind, MetaReader, Row
+from memhub.model.meta import MetaKind, Row
+from memhub.store.meta import MetaReader
 
 ACTIVE = "active"
 

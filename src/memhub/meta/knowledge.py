@@ -23,7 +23,8 @@ from memhub.meta.caller import Caller
 from memhub.meta.clock import now_iso
 from memhub.meta.guards import is_team_admin, membership
 from memhub.meta.origins import KnowledgeOrigins
-from memhub.store.meta import MetaKind, MetaReader, MetaStore, MetaWriter, Row
+from memhub.model.meta import MetaKind, Row
+from memhub.store.meta import MetaReader, MetaStore, MetaWriter
 
 KNOWLEDGE_TYPES = ("wiki", "code-graph")
 SUMMARY_MAX = 256

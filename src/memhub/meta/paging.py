@@ -6,7 +6,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memhub.store.meta import MetaKind, MetaReader, Row, Where
+from memhub.model.meta import MetaKind, Row, Where
+from memhub.store.meta import MetaReader
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memhub.store.meta import Row
+from memhub.model.meta import Row
 
 ASSET_TYPES = ("skill", "llm_wiki", "code_graph", "chat_memory")
 VISIBILITIES = ("private", "team", "restricted", "agent", "task")

@@ -24,8 +24,9 @@ from memhub.meta.quotas import Quotas
 from memhub.meta.tasks import Tasks
 from memhub.meta.teams import Teams
 from memhub.meta.users import Users
+from memhub.model.meta import MetaKind, Row
 from memhub.scope import DEFAULT_ID, Isolation
-from memhub.store.meta import MetaKind, MetaStore, Row
+from memhub.store.meta import MetaStore
 
 DEFAULT_TEAM = "default-team"
 log = logging.getLogger("memhub.meta")

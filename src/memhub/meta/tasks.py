@@ -14,7 +14,8 @@ from memhub.meta.errors import MetaError
 from memhub.meta.guards import ACTIVE, active_member, caller_id, existing, membership, owner, team_admin
 from memhub.meta.keys import entity_id, relation_id
 from memhub.meta.paging import Page, read_page
-from memhub.store.meta import MetaKind, MetaReader, MetaStore, MetaWriter, Row
+from memhub.model.meta import MetaKind, Row
+from memhub.store.meta import MetaReader, MetaStore, MetaWriter
 
 TASK_FIELDS = (
     "title",

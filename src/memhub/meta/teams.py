@@ -15,7 +15,8 @@ from memhub.meta.keys import entity_id, relation_id
 from memhub.meta.paging import Page, read_page
 from memhub.meta.quotas import Quotas
 from memhub.meta.users import require_user
-from memhub.store.meta import MetaKind, MetaReader, MetaStore, MetaWriter, Row
+from memhub.model.meta import MetaKind, Row
+from memhub.store.meta import MetaReader, MetaStore, MetaWriter
 
 TEAM_FIELDS = ("name", "description", "status", "metadata_json")
 # Deletes everything that hangs off one agent (links, bindings, its chat-memory asset); set by the

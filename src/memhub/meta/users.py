@@ -22,7 +22,8 @@ from memhub.meta.guards import ACTIVE, caller_id, membership
 from memhub.meta.keys import KeyHasher, entity_id, masked, new_user_key
 from memhub.meta.paging import Page, read_page
 from memhub.meta.quotas import Quotas
-from memhub.store.meta import DuplicateEntry, MetaKind, MetaReader, MetaStore, MetaWriter, Row
+from memhub.model.meta import DuplicateEntry, MetaKind, Row
+from memhub.store.meta import MetaReader, MetaStore, MetaWriter
 from memhub.timeutil import parse_iso_ms
 
 DELETED = "deleted"

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from memhub.meta.agents import agent_visible
 from memhub.meta.caller import Caller
 from memhub.meta.guards import ACTIVE
+from memhub.model.meta import MetaKind
+from memhub.model.prompts import GenerationScope
 from memhub.scope import Isolation
-from memhub.store.meta import MetaKind, MetaReader, MetaStore
-from memhub.store.prompts import GenerationScope
+from memhub.store.meta import MetaReader, MetaStore
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memhub.errors import BadRequest, NotFound
-from memhub.store.prompts import (
+from memhub.model.prompts import (
     GenerationFilter,
     GenerationLog,
     GenerationRef,
@@ -26,10 +26,10 @@ from memhub.store.prompts import (
     Position,
     PromptLayer,
     PromptRef,
-    PromptStore,
     RefLayer,
     TokenUsage,
 )
+from memhub.store.prompts import PromptStore
 from memhub.timeutil import ms_to_iso, now_ms
 
 DAY_MS = 86_400_000

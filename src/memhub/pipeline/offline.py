@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
+from memhub.index.tokenize import CJK_RUN, STEMMER, WORD
 from memhub.pipeline.offline_dates import message_date
 from memhub.pipeline.offline_rules import (
     CJK_CHAR,
@@ -39,7 +40,6 @@ from memhub.pipeline.offline_rules_en import DATED_EVENT_EN, FILLERS_EN, QUESTIO
 from memhub.pipeline.offline_rules_zh import DATED_EVENT_ZH, FILLERS_ZH, QUESTION_ZH, RULES_ZH, third_person
 from memhub.pipeline.quality import looks_like_prompt_injection, sanitize, should_extract
 from memhub.pipeline.types import Candidate, Decision, Neighbour, PromptMode, SourceMessage
-from memhub.retrieval.tokenize import CJK_RUN, STEMMER, WORD
 
 MAX_CANDIDATES = 20  # spec §3.3 `maxMemoriesPerSession` default
 MAX_SCENE_NAME = 50

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memhub.model import AtomicRecord
 from memhub.pipeline.types import PromptMode
-from memhub.store import AtomicRecord
 
 # Spec §3.6 caps: a chat persona ≤ 2000 characters, a code-mode doctrine ≤ 1200.
 MAX_CHARS = {"chat": 2000, "code": 1200}

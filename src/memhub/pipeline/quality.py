@@ -1,7 +1,7 @@
 """Text hygiene before extraction: what is worth extracting, what to strip, what looks like an attack.
 
 These follow spec §7.4 (server-side `sanitize`, `shouldCaptureL0`, both defined once in
-`memhub.sdk.sanitize`) and §3.3 (`shouldExtractL1`).
+`memhub.formats.sanitize`) and §3.3 (`shouldExtractL1`).
 `looks_like_prompt_injection` flags a memory in its metadata (`injection_suspect`): conversation text is data,
 and nothing in it changes what the pipeline does. A flagged memory is kept (it is what the user said) but never
 placed in a prompt: scenes and the persona are built without it (`trusted`), and recall leaves it out.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from memhub.sdk.sanitize import sanitize_server_text, should_capture_l0
-from memhub.store import AtomicRecord
+from memhub.formats.sanitize import sanitize_server_text, should_capture_l0
+from memhub.model import AtomicRecord
 
 # ---------------------------------------------------------------- quality gate and sanitize
 

@@ -9,9 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memhub.ids import atomic_id
+from memhub.index.tokenize import query_terms
 from memhub.memory.core import PERSONA_PATH
 from memhub.memory.prompts import MemoryPromptService, prompt_ref
 from memhub.memory.services import MemoryServices
+from memhub.model import AtomicFilter, NewAtomic
+from memhub.model.prompts import PromptLayer, ResolvedPrompt, TokenUsage
 from memhub.pipeline.config import PipelineConfig
 from memhub.pipeline.generation_log import GenerationLogService
 from memhub.pipeline.prompts import CustomPrompt
@@ -19,11 +22,9 @@ from memhub.pipeline.quality import looks_like_prompt_injection, trusted
 from memhub.pipeline.scenes import SceneDraft
 from memhub.pipeline.stages import Stages
 from memhub.pipeline.types import Candidate, Neighbour, SourceMessage
-from memhub.retrieval.tokenize import query_terms
 from memhub.scope import Isolation, MemoryScope, ProfileScope
-from memhub.store import AtomicFilter, MemoryStore, NewAtomic
+from memhub.store import MemoryStore
 from memhub.store.pipeline import Job, L1Outcome, LeaseLost, Revision
-from memhub.store.prompts import PromptLayer, ResolvedPrompt, TokenUsage
 from memhub.timeutil import now_ms
 
 log = logging.getLogger("memhub.pipeline")

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memhub.store import AtomicRecord
+from memhub.model import AtomicRecord
 from memhub.timeutil import ms_to_iso
 
 GENERAL = "general"

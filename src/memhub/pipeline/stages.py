@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from memhub.memory.scene_format import parse_heat, split_scene
+from memhub.model import AtomicRecord
 from memhub.pipeline.persona import build_persona
 from memhub.pipeline.prompts import CustomPrompt
 from memhub.pipeline.scenes import SceneDraft, build_scenes
 from memhub.pipeline.types import Deduplicator, Extractor, PromptMode
-from memhub.store import AtomicRecord
 
 # How many of the most recently changed memories an LLM scene plan is shown.
 LLM_SCENE_MEMORIES = 40

@@ -7,12 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memhub.retrieval.tokenize import QueryTerms
-from memhub.scope import MemoryScope, ProfileScope
-from memhub.store.meta import MetaStore
-from memhub.store.pipeline import PipelineStore
-from memhub.store.prompts import PromptStore
-from memhub.store.records import (
+from memhub.model.query import QueryTerms
+from memhub.model.records import (
     AtomicFilter,
     AtomicRecord,
     AuditContext,
@@ -27,6 +23,10 @@ from memhub.store.records import (
     NewAtomic,
     NewMessage,
 )
+from memhub.scope import MemoryScope, ProfileScope
+from memhub.store.meta import MetaStore
+from memhub.store.pipeline import PipelineStore
+from memhub.store.prompts import PromptStore
 
 
 class MemoryStore(ABC):

@@ -11,37 +11,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from memhub.store.graph_records import Edge, FileFacts, Symbol, Unresolved
-
-Direction = Literal["callers", "callees"]
-
-
-@dataclass(frozen=True, slots=True)
-class FileRecord:
-    """One indexed file: its language, content hash, size and how many syntax errors it had."""
-
-    path: str
-    language: str
-    sha256: str
-    size: int
-    parse_errors: int
-
-
-@dataclass(frozen=True, slots=True)
-class Reached:
-    """A symbol reached by a closure query, how far away, and through which edge."""
-
-    qname: str
-    depth: int
-    via: str
-    kind: str
-    file: str
-    line: int
-    resolution: str
-    confidence: float
+from memhub.model.graph import Direction, Edge, FileFacts, FileRecord, Reached, Symbol, Unresolved
 
 
 class GraphReader(ABC):

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from memhub.model.records import AtomicRecord, MessageRecord, NewAtomic
 from memhub.scope import MemoryScope, ProfileScope
-from memhub.store.records import AtomicRecord, MessageRecord, NewAtomic
 
 JobKind = Literal["l1", "l2", "l3"]
 JobState = Literal["pending", "running", "done", "dead"]

@@ -22,8 +22,8 @@ from starlette.testclient import TestClient
 import memhub.knowledge.codegraph.builds as code_graph_builds
 from memhub.api import create_app
 from memhub.gateway_key import ensure_gateway_key
+from memhub.model.meta import MetaKind
 from memhub.settings import Settings
-from memhub.store.meta import MetaKind
 from memhub.store.sqlite import SQLiteStore
 from tests.conftest import GATEWAY_KEY
 from tests.knowledge.codegraph.code_graph_http_kit import (

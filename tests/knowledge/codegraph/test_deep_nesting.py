@@ -20,8 +20,8 @@ import memhub.knowledge.codegraph as codegraph_package
 from memhub.knowledge.codegraph import syntax
 from memhub.knowledge.codegraph.indexer import _extractors, index_tree
 from memhub.knowledge.codegraph.syntax import WORK, FileTooComplex, Lineage, in_document_order, kinds_query
-from memhub.store.graph_records import FileFacts
-from memhub.store.sqlite_graph import SQLiteGraph
+from memhub.model.graph import FileFacts
+from memhub.store.sqlite.graph import SQLiteGraph
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from memhub.knowledge.codegraph.indexer import _FACTS, MAX_DEPTH, discover, index_tree
 from memhub.knowledge.codegraph.python_facts import extract_python
 from memhub.knowledge.codegraph.resolve import resolve
-from memhub.store.sqlite_graph import SQLiteGraph
+from memhub.store.sqlite.graph import SQLiteGraph
 
 PROJECT = Path(__file__).parent / "fixtures" / "pyproj"
 

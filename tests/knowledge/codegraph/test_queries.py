@@ -9,7 +9,7 @@ import pytest
 
 from memhub.knowledge.codegraph.indexer import index_tree
 from memhub.knowledge.codegraph.queries import run_tool
-from memhub.store.sqlite_graph import SQLiteGraph
+from memhub.store.sqlite.graph import SQLiteGraph
 
 PROJECT = Path(__file__).parent / "fixtures" / "pyproj"
 

@@ -9,7 +9,7 @@ import pytest
 from memhub.knowledge.codegraph.indexer import index_tree
 from memhub.knowledge.codegraph.resolve import Graph, resolve
 from memhub.knowledge.codegraph.rust_facts import extract_rust
-from memhub.store.sqlite_graph import SQLiteGraph
+from memhub.store.sqlite.graph import SQLiteGraph
 from tests.knowledge.codegraph.ground_truth import (
     CALL_KINDS,
     FIXTURES,

@@ -12,7 +12,7 @@ from memhub.knowledge.codegraph.javascript_facts import extract_javascript
 from memhub.knowledge.codegraph.python_facts import extract_python
 from memhub.knowledge.codegraph.queries import run_tool
 from memhub.knowledge.codegraph.resolve import Graph, resolve
-from memhub.store.sqlite_graph import GRAPH_FORMAT, SQLiteGraph
+from memhub.store.sqlite.graph import GRAPH_FORMAT, SQLiteGraph
 from tests.knowledge.codegraph.ground_truth import project_graph
 
 

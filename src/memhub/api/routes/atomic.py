@@ -7,7 +7,7 @@ from typing import Any
 from memhub.api.dataplane import Call, DataRoute
 from memhub.api.schemas import AtomicAdd, AtomicCount, AtomicDelete, AtomicQuery, AtomicSearch, AtomicUpdate
 from memhub.memory.atomic import AtomicInput
-from memhub.store import AtomicFilter, AtomicRecord
+from memhub.model import AtomicFilter, AtomicRecord
 from memhub.timeutil import ms_to_iso
 
 

@@ -18,7 +18,7 @@ from memhub.api.schemas import (
 )
 from memhub.errors import FieldError
 from memhub.memory.conversation import MessageInput
-from memhub.store import MessageFilter, MessageRecord
+from memhub.model import MessageFilter, MessageRecord
 from memhub.timeutil import ms_to_iso, parse_iso_ms
 
 IDEMPOTENCY_HEADER = "idempotency-key"

@@ -46,8 +46,8 @@ from memhub.memory.prompts import (
     setting_log_view,
     setting_view,
 )
+from memhub.model.prompts import Page, PromptTarget, SettingFilter
 from memhub.scope import DEFAULT_ID
-from memhub.store.prompts import Page, PromptTarget, SettingFilter
 
 # Paths (without the /v3 prefix) that also accept GET with query-string parameters.
 GET_PATHS = frozenset(

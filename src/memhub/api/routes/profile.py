@@ -6,7 +6,7 @@ from typing import Any
 
 from memhub.api.dataplane import NO_DATA, Call, DataRoute
 from memhub.api.schemas import Body, CoreWrite, ScenarioList, ScenarioRead, ScenarioRemove, ScenarioWrite
-from memhub.store import DocumentRecord
+from memhub.model import DocumentRecord
 from memhub.timeutil import ms_to_iso
 
 

@@ -35,7 +35,8 @@ from memhub.knowledge.codegraph.storage import CodeGraphFiles
 from memhub.knowledge.lifecycle import BUSY_STATUSES, SYNC_ERROR_MAX, fail_if_busy, mark_queued, set_if_current
 from memhub.meta.clock import now_iso
 from memhub.meta.knowledge import register
-from memhub.store.meta import MetaKind, MetaStore, MetaWriter, Row
+from memhub.model.meta import MetaKind, Row
+from memhub.store.meta import MetaStore, MetaWriter
 
 log = logging.getLogger("memhub.codegraph")
 

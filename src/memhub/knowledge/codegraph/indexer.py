@@ -30,10 +30,9 @@ from memhub.knowledge.codegraph.python_facts import extract_python
 from memhub.knowledge.codegraph.resolve import resolve, resolve_changes
 from memhub.knowledge.codegraph.rust_facts import extract_rust
 from memhub.knowledge.codegraph.syntax import FileTooComplex
-from memhub.store.graph import FileRecord
-from memhub.store.graph_codec import decode_facts, encode_facts
-from memhub.store.graph_records import FileFacts
-from memhub.store.sqlite_graph import GRAPH_FORMAT, SQLiteGraph
+from memhub.model.graph import FileFacts, FileRecord
+from memhub.model.graph_codec import decode_facts, encode_facts
+from memhub.store.sqlite.graph import GRAPH_FORMAT, SQLiteGraph
 
 log = logging.getLogger("memhub.codegraph")
 

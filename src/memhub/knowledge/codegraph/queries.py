@@ -16,8 +16,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from memhub.knowledge.wiki.globs import glob_matches
-from memhub.store.graph import GraphReader, Reached
-from memhub.store.graph_records import Edge, Symbol, Unresolved
+from memhub.model.graph import Edge, Reached, Symbol, Unresolved
+from memhub.store.graph import GraphReader
 
 CALL_KINDS = ("calls", "instantiates", "decorates")
 # What a change to a symbol reaches: its callers, subclasses and implementers, overriders, and the code that

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memhub.knowledge.codegraph.storage import CodeGraphFiles
+from memhub.model.meta import MetaKind, Row
 from memhub.store.graph import GraphReader
-from memhub.store.meta import MetaKind, MetaStore, Row
-from memhub.store.sqlite_graph import SQLiteGraph
+from memhub.store.meta import MetaStore
+from memhub.store.sqlite.graph import SQLiteGraph
 
 READERS_CACHED = 64
 

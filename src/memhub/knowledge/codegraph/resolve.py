@@ -33,16 +33,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from memhub.knowledge.codegraph.facts import RETURNS
-from memhub.store.graph_records import (
-    INTERFACE_FLAVORS,
-    Edge,
-    EdgeKind,
-    FileFacts,
-    Reference,
-    Resolution,
-    Symbol,
-    Unresolved,
-)
+from memhub.model.graph import INTERFACE_FLAVORS, Edge, EdgeKind, FileFacts, Reference, Resolution, Symbol, Unresolved
 
 CONFIDENCE: dict[str, float] = {"exact": 1.0, "import": 0.95, "scope": 0.9, "receiver": 0.8, "unique_name": 0.5}
 CANDIDATES_MAX = 10

@@ -42,7 +42,8 @@ from memhub.meta import audit
 from memhub.meta.caller import Caller
 from memhub.meta.clock import now_iso
 from memhub.meta.keys import random_base36
-from memhub.store.meta import MetaKind, MetaReader, MetaStore, MetaWriter, Row
+from memhub.model.meta import MetaKind, Row
+from memhub.store.meta import MetaReader, MetaStore, MetaWriter
 
 CODE_GRAPH_ID_RE = re.compile(r"^cg-[0-9a-z]{8}$")
 NOT_FOUND = "code graph not found"

@@ -2,7 +2,7 @@
 
     <data_dir>/knowledge/<service id, %-encoded>/<code graph id>/
         checkout/          the clone of a git source (`repo_url`); absent for a local `source_path`
-        gen/<n>/graph.db   built generations (memhub.store.sqlite_graph); the database says which is current
+        gen/<n>/graph.db   built generations (memhub.store.sqlite.graph); the database says which is current
 
 A build writes `gen/<build seq>/graph.db` from the previous generation's file and then flips the row,
 so the directory of the current generation is never written again.

@@ -19,7 +19,7 @@ from functools import cache
 
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
-from memhub.store.graph_records import FileFacts, Reference
+from memhub.model.graph import FileFacts, Reference
 
 # A file whose syntax tree has more nodes than this is not indexed (1 MiB of dense code has fewer).
 FILE_MAX_NODES = 1_000_000

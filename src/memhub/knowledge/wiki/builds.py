@@ -35,7 +35,8 @@ from memhub.knowledge.wiki.storage import WikiFiles
 from memhub.llm.client import ChatClient, LLMConfig
 from memhub.meta.clock import now_iso
 from memhub.meta.knowledge import register
-from memhub.store.meta import MetaKind, MetaStore, MetaWriter, Row
+from memhub.model.meta import MetaKind, Row
+from memhub.store.meta import MetaStore, MetaWriter
 
 log = logging.getLogger("memhub.wiki")
 

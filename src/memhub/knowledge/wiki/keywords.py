@@ -1,7 +1,7 @@
 """Keyword search over extracted source archives: which file, where in it, and a snippet.
 
 The seed says source archives are found by keywords on extracted text, with no vectors. Terms
-follow `memhub.retrieval.tokenize`: English words are case-folded and Snowball-stemmed (so
+follow `memhub.index.tokenize`: English words are case-folded and Snowball-stemmed (so
 "limits" finds "limit"), while a Chinese keyword is matched as a substring, because a segmenter
 can split the document differently from the query and a substring never misses.
 """
@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from memhub.index.tokenize import CJK_RUN, STEMMER, STOPWORDS, WORD, fold
 from memhub.knowledge.wiki.sources import ExtractedSource
-from memhub.retrieval.tokenize import CJK_RUN, STEMMER, STOPWORDS, WORD, fold
 
 SNIPPET_CHARS = 200
 # How far before the first hit the snippet starts, so the reader sees the hit in context.

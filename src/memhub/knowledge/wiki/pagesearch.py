@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memhub.index.tokenize import STOPWORDS, WORD, index_text, query_terms
 from memhub.knowledge.wiki.keywords import snippet
-from memhub.retrieval.tokenize import STOPWORDS, WORD, index_text, query_terms
 
 TITLE_WEIGHT = 5.0
 BODY_WEIGHT = 1.0

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from memhub.index.tokenize import index_text, query_terms
 from memhub.knowledge.wiki.index import split_front_matter
-from memhub.retrieval.tokenize import index_text, query_terms
 
 WHOLE_ARTICLE_LIMIT = 5000
 PASSAGE_TARGET = 1200

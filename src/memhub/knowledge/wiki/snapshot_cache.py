@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from memhub.knowledge.wiki.index import IndexInvalid
 from memhub.knowledge.wiki.snapshot import WikiSnapshot
 from memhub.knowledge.wiki.storage import WikiFiles
-from memhub.store.meta import MetaKind, MetaStore, Row
+from memhub.model.meta import MetaKind, Row
+from memhub.store.meta import MetaStore
 
 SNAPSHOTS_CACHED = 64
 

@@ -30,7 +30,8 @@ from memhub.knowledge.wiki.sources import (
 from memhub.knowledge.wiki.sourcetree import SourceTree
 from memhub.knowledge.wiki.storage import WikiFiles, filename_problem
 from memhub.meta.caller import Caller
-from memhub.store.meta import MetaKind, MetaWriter, Row
+from memhub.model.meta import MetaKind, Row
+from memhub.store.meta import MetaWriter
 
 # The reference's raw/write limits; PDF and DOCX files may be larger (they carry layout, not just text).
 WRITE_FILES_MAX = 10

@@ -2,7 +2,7 @@
 
 1. Skip entirely for data questions (numbers / reports against a data connection) and for questions
    about the conversation itself ("what did we discuss"), so unrelated text is not put in the prompt.
-2. Score themes by the question's words (CJK-aware, `memhub.retrieval.tokenize`) on title / summary /
+2. Score themes by the question's words (CJK-aware, `memhub.index.tokenize`) on title / summary /
    tags; take the top 2 that hit, else fall back to the first 2.
 3. Score each picked theme's documents, at most 2 per theme; root documents compete when they hit;
    the total is capped at 3.
@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memhub.index.tokenize import index_text, query_terms
 from memhub.knowledge.wiki.globs import glob_matches
 from memhub.knowledge.wiki.index import WikiDocument, WikiIndex, WikiTheme
-from memhub.retrieval.tokenize import index_text, query_terms
 
 MAX_THEMES = 2
 MAX_PER_THEME = 2

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
+from memhub.formats.sanitize import sanitize_text
 from memhub.sdk._errors import TDAMError
 from memhub.sdk.agent import prompt, tools
 from memhub.sdk.agent.breaker import CircuitBreaker
@@ -33,7 +34,6 @@ from memhub.sdk.agent.runner import LoopThread
 from memhub.sdk.agent.turns import fit_to_server_limits, select_turn
 from memhub.sdk.knowledge import AsyncKnowledgeClient
 from memhub.sdk.memory import AsyncMemoryClient
-from memhub.sdk.sanitize import sanitize_text
 
 T = TypeVar("T")
 log = logging.getLogger("memhub.sdk.agent")

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from memhub.sdk.fence import escape_tags, neutralise
-from memhub.sdk.scene_navigation import navigation_paths, remove_generated
+from memhub.formats.fence import escape_tags, neutralise
+from memhub.formats.scene_navigation import navigation_paths, remove_generated
 
 Language = Literal["en", "zh"]
 
@@ -96,7 +96,7 @@ def format_memories(
     """The `<relevant-memories>` block with `[type]` tags, within the item, character and token budgets; "" if empty.
 
     Whole memories only: one that would break a budget ends the list (never half a memory in the prompt). Each
-    memory is one line with our prompt tags escaped (memhub.sdk.fence), so it cannot close the block; memories
+    memory is one line with our prompt tags escaped (memhub.formats.fence), so it cannot close the block; memories
     flagged `injection_suspect` are left out.
     """
     head, tail = "<relevant-memories>\n", "\n</relevant-memories>"
@@ -146,7 +146,7 @@ def format_system(persona: str | None, scenes: Sequence[str], *, language: Langu
     """Persona (fenced, escaped), Scene Navigation (paths only) and the tools guide.
 
     The persona is data written by a model or a user: inside `<user-persona>` its tags and line-leading headings
-    are escaped (memhub.sdk.fence), and whatever it says, it never replaces the scene index (the original plugin
+    are escaped (memhub.formats.fence), and whatever it says, it never replaces the scene index (the original plugin
     skipped the index when the persona mentioned "Scene Navigation"; a persona's text must not steer the prompt).
     """
     parts: list[str] = []

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from memhub.formats.fence import escape_tags
 from memhub.sdk.agent.prompt import clip, trusted_memories
-from memhub.sdk.fence import escape_tags
 
 ToolFormat = Literal["openai", "anthropic"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from memhub.sdk.sanitize import DATA_IMAGE_URI, sanitize_text, should_capture_l0, strip_code_blocks
+from memhub.formats.sanitize import DATA_IMAGE_URI, sanitize_text, should_capture_l0, strip_code_blocks
 
 Role = Literal["user", "assistant"]
 

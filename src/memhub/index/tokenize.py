@@ -21,6 +21,8 @@ from functools import cache
 
 import Stemmer
 
+from memhub.model.query import QueryTerms
+
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
 CJK_RUN = re.compile(f"[{_CJK}]+")
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -152,18 +154,6 @@ class IndexText:
 
     words: str
     grams: str
-
-
-@dataclass(frozen=True, slots=True)
-class QueryTerms:
-    """Distinct terms of a query, for the words column and the CJK bigram column."""
-
-    words: tuple[str, ...]
-    grams: tuple[str, ...]
-
-    @property
-    def empty(self) -> bool:
-        return not self.words and not self.grams
 
 
 def _split(text: str, *, drop_stopwords: bool) -> tuple[list[str], list[str]]:

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from memhub.store.records import ClearedMemory, ClearTarget, EmbeddingKind
-from memhub.store.sqlite_util import chunks, drop_rows
+from memhub.model.records import ClearedMemory, ClearTarget, EmbeddingKind
+from memhub.store.sqlite.util import chunks, drop_rows
 from memhub.timeutil import now_ms
 
 CANCELLED = "cancelled: the agent's chat memory was cleared"

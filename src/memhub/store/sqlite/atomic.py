@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from memhub.retrieval.tokenize import QueryTerms, index_text
+from memhub.index.tokenize import index_text
+from memhub.model.query import QueryTerms
+from memhub.model.records import AtomicFilter, AtomicRecord, AuditContext, EmbeddingKind, NewAtomic
 from memhub.scope import MemoryScope
-from memhub.store.records import AtomicFilter, AtomicRecord, AuditContext, EmbeddingKind, NewAtomic
-from memhub.store.sqlite_fts import FtsIndex, owner_prefix, qualify, rank_to_score
-from memhub.store.sqlite_util import chunks, json_or_none
+from memhub.store.sqlite.fts import FtsIndex, owner_prefix, qualify, rank_to_score
+from memhub.store.sqlite.util import chunks, json_or_none
 from memhub.timeutil import now_ms
 
 _ATOMIC_FTS = FtsIndex(fts="l1_fts", vocab="l1_vocab", content="l1_atomic")

@@ -15,13 +15,9 @@ import numpy as np
 
 from memhub.errors import StorageBusy
 from memhub.ids import audit_id
-from memhub.retrieval.tokenize import QueryTerms, index_text
-from memhub.scope import MemoryScope, ProfileScope
-from memhub.store.base import MemoryStore
-from memhub.store.meta import MetaStore
-from memhub.store.pipeline import PipelineStore
-from memhub.store.prompts import PromptStore
-from memhub.store.records import (
+from memhub.index.tokenize import index_text
+from memhub.model.query import QueryTerms
+from memhub.model.records import (
     AtomicFilter,
     AtomicRecord,
     AuditContext,
@@ -34,9 +30,14 @@ from memhub.store.records import (
     MessageRecord,
     NewMessage,
 )
-from memhub.store.sqlite_atomic import AtomicTables
-from memhub.store.sqlite_clear import ClearTables
-from memhub.store.sqlite_context import (
+from memhub.scope import MemoryScope, ProfileScope
+from memhub.store.base import MemoryStore
+from memhub.store.meta import MetaStore
+from memhub.store.pipeline import PipelineStore
+from memhub.store.prompts import PromptStore
+from memhub.store.sqlite.atomic import AtomicTables
+from memhub.store.sqlite.clear import ClearTables
+from memhub.store.sqlite.context import (
     CONTEXT_AFTER,
     affected_by_delete,
     appended_contexts,
@@ -44,13 +45,13 @@ from memhub.store.sqlite_context import (
     refresh_context,
     session_tail,
 )
-from memhub.store.sqlite_fts import CONTEXT, GRAMS, WORDS, FtsIndex, owner_prefix, qualify, rank_to_score
-from memhub.store.sqlite_meta import SQLiteMetaStore
-from memhub.store.sqlite_pipeline import SQLitePipelineStore, note_session_activity
-from memhub.store.sqlite_prompts import SQLitePromptStore
-from memhub.store.sqlite_schema import MIGRATIONS
-from memhub.store.sqlite_util import chunks, drop_rows, json_or_none
-from memhub.store.sqlite_vectors import ScopeVectors
+from memhub.store.sqlite.fts import CONTEXT, GRAMS, WORDS, FtsIndex, owner_prefix, qualify, rank_to_score
+from memhub.store.sqlite.meta import SQLiteMetaStore
+from memhub.store.sqlite.pipeline import SQLitePipelineStore, note_session_activity
+from memhub.store.sqlite.prompts import SQLitePromptStore
+from memhub.store.sqlite.schema import MIGRATIONS
+from memhub.store.sqlite.util import chunks, drop_rows, json_or_none
+from memhub.store.sqlite.vectors import ScopeVectors
 from memhub.timeutil import now_ms
 
 DB_FILENAME = "memhub.db"

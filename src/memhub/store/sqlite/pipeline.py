@@ -7,7 +7,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memhub.retrieval.tokenize import index_text
+from memhub.index.tokenize import index_text
+from memhub.model.records import AtomicRecord
 from memhub.scope import MemoryScope, ProfileScope
 from memhub.store.pipeline import (
     Job,
@@ -22,11 +23,10 @@ from memhub.store.pipeline import (
     Revision,
     Schedule,
 )
-from memhub.store.records import AtomicRecord
-from memhub.store.sqlite_fts import owner_prefix, qualify
+from memhub.store.sqlite.fts import owner_prefix, qualify
 
 if TYPE_CHECKING:
-    from memhub.store.sqlite import SQLiteStore
+    from memhub.store.sqlite.store import SQLiteStore
 
 # A session whose L1 job was dead-lettered waits for a message newer than the failure (or a replay): the
 # idle rule alone would otherwise open a job for the same failing batch on every poll, forever.

@@ -112,3 +112,31 @@ class Unresolved:
     file: str
     line: int
     candidates: tuple[str, ...]
+
+
+Direction = Literal["callers", "callees"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    """One indexed file: its language, content hash, size and how many syntax errors it had."""
+
+    path: str
+    language: str
+    sha256: str
+    size: int
+    parse_errors: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reached:
+    """A symbol reached by a closure query, how far away, and through which edge."""
+
+    qname: str
+    depth: int
+    via: str
+    kind: str
+    file: str
+    line: int
+    resolution: str
+    confidence: float

@@ -8,7 +8,7 @@ import json
 from operator import attrgetter
 from typing import Any
 
-from memhub.store.graph_records import Binding, FileFacts, Import, Reference, Symbol
+from memhub.model.graph import Binding, FileFacts, Import, Reference, Symbol
 
 # Field values in declaration order (slots dataclasses list them in __slots__), read in C; asdict
 # deep-copies every value and was most of the indexing time.

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from memhub.store.graph import Direction, FileRecord, GraphWriter, Reached
-from memhub.store.graph_codec import decode_facts
-from memhub.store.graph_records import Edge, FileFacts, Symbol, Unresolved
+from memhub.model.graph import Direction, Edge, FileFacts, FileRecord, Reached, Symbol, Unresolved
+from memhub.model.graph_codec import decode_facts
+from memhub.store.graph import GraphWriter
 
 SCHEMA = """
     CREATE TABLE IF NOT EXISTS files (

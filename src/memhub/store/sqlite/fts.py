@@ -30,7 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from memhub.retrieval.tokenize import IndexText, QueryTerms, fts_or
+from memhub.index.tokenize import IndexText, fts_or
+from memhub.model.query import QueryTerms
 
 POSTING_BUDGET = 4_000
 CANDIDATE_FACTOR = 2

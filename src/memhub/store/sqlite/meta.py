@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from memhub.store.meta import ID_FIELD, DuplicateEntry, MetaKind, MetaReader, MetaStore, MetaWriter, Row, Where
+from memhub.model.meta import ID_FIELD, DuplicateEntry, MetaKind, Row, Where
+from memhub.store.meta import MetaReader, MetaStore, MetaWriter
 
 TABLES: dict[MetaKind, str] = {
     MetaKind.USER: "meta_users",

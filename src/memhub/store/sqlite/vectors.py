@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memhub.retrieval.vectors import VectorIndex
+from memhub.index.vectors import VectorIndex
 
 
 @dataclass(slots=True)

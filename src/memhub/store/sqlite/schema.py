@@ -5,18 +5,18 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from memhub.store.codegraph_schema import create_code_graph_tables
-from memhub.store.knowledge_schema import create_knowledge_tables
-from memhub.store.meta_schema import create_meta_tables
-from memhub.store.pipeline_schema import add_prompt_owners, create_pipeline_tables
-from memhub.store.profile_schema import per_user_profiles
-from memhub.store.sqlite_context import refresh_context
+from memhub.store.sqlite.codegraph_schema import create_code_graph_tables
+from memhub.store.sqlite.context import refresh_context
+from memhub.store.sqlite.knowledge_schema import create_knowledge_tables
+from memhub.store.sqlite.meta_schema import create_meta_tables
+from memhub.store.sqlite.pipeline_schema import add_prompt_owners, create_pipeline_tables
+from memhub.store.sqlite.profile_schema import per_user_profiles
 
 Migration = str | Callable[[sqlite3.Connection], None]
 
 
 def _neighbour_context_and_vectors(con: sqlite3.Connection) -> None:
-    """v2: a `context` column for L0 full text (sqlite_context.py), vectors and the embedding queue.
+    """v2: a `context` column for L0 full text (context.py), vectors and the embedding queue.
 
     FTS5 tables cannot gain a column, so l0_fts is rebuilt; the stored terms are copied, not
     re-tokenized. Every existing record is queued for embedding.
@@ -61,9 +61,9 @@ _VECTORS = """
 """
 
 
-# Terms are produced by memhub.retrieval.tokenize (stemmed, CJK-segmented), so the FTS tokenizer
+# Terms are produced by memhub.index.tokenize (stemmed, CJK-segmented), so the FTS tokenizer
 # only splits on spaces; the fts5vocab tables expose each term's document frequency.
-# Every indexed term carries its owner's prefix (see sqlite_fts.py), so every search reads only
+# Every indexed term carries its owner's prefix (see fts.py), so every search reads only
 # its scope's postings: filtered inside the index, never a global top-k followed by a filter.
 MIGRATIONS: list[Migration] = [
     """

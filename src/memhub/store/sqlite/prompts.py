@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Sequence, Set
 from typing import TYPE_CHECKING, Any
 
-from memhub.store.prompts import (
+from memhub.model.prompts import (
     GenerationFilter,
     GenerationLog,
     GenerationRef,
@@ -22,7 +22,6 @@ from memhub.store.prompts import (
     PromptLayer,
     PromptRef,
     PromptSetting,
-    PromptStore,
     PromptTarget,
     ResolvedPrompt,
     SettingAction,
@@ -31,9 +30,10 @@ from memhub.store.prompts import (
     SettingLogFilter,
     TokenUsage,
 )
+from memhub.store.prompts import PromptStore
 
 if TYPE_CHECKING:
-    from memhub.store.sqlite import SQLiteStore
+    from memhub.store.sqlite.store import SQLiteStore
 
 PRUNE_BATCH = 500  # old generation logs deleted per write: bounded work on the worker's path
 
