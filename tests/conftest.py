@@ -15,9 +15,10 @@ from memhub.api import create_app
 from memhub.gateway_key import ensure_gateway_key
 from memhub.memory.embedding import EmbeddingRuntime
 from memhub.pipeline.worker import PipelineWorker
-from memhub.runtime import dimension_known_offline, embedding_runtime
+from memhub.runtime import build_hub, dimension_known_offline, embedding_runtime, open_store
 from memhub.settings import Settings
-from memhub.store.sqlite.store import EXACT_VECTOR_LIMIT, SQLiteStore
+from memhub.store import MemoryStore
+from memhub.store.sqlite.store import EXACT_VECTOR_LIMIT
 
 GATEWAY_KEY = "mh-gw-test-0123456789abcdefghijklmnopqrstuvwxyz"
 SERVICE = "svc-a"
@@ -38,7 +39,7 @@ class Gateway:
     """A running app (in-process, real HTTP stack) plus its store, with request helpers."""
 
     client: TestClient
-    store: SQLiteStore
+    store: MemoryStore
     data_dir: Path
     key: str | None = GATEWAY_KEY
     default_service: str = SERVICE
@@ -126,15 +127,13 @@ def build_gateway(
     queued until `Gateway.drain()`. Without `embedding`, search is BM25 only.
     """
     settings = Settings(data_dir=data_dir, gateway_api_key=None if insecure else GATEWAY_KEY, **overrides)
-    store = SQLiteStore(
-        settings.data_dir, busy_timeout_ms=settings.db_busy_timeout_ms, exact_vector_limit=exact_vector_limit
-    )
+    store = open_store(settings, exact_vector_limit=exact_vector_limit)
     key = None if insecure else ensure_gateway_key(store, settings.gateway_api_key).key
     runtime = embedding_runtime(settings, store) if embedding else None
     if runtime is not None and dimension_known_offline(settings):
         runtime.check_model()
     # The pipeline worker never runs by itself in tests: `Gateway.pipeline.drain()` runs it on demand.
-    app = create_app(settings, store, key, runtime, run_pipeline=False)
+    app = create_app(build_hub(settings, store, embedding=runtime), key, run_pipeline=False)
     if runtime is not None and start_worker:
         runtime.start()
     client = TestClient(app, raise_server_exceptions=False)

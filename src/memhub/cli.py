@@ -19,9 +19,9 @@ from memhub.meta.keys import load_key_hasher
 from memhub.meta.services import MetaServices
 from memhub.model import EmbeddingModel
 from memhub.retrieval.embed import EmbeddingError
-from memhub.runtime import dimension_known_offline, embedding_runtime
+from memhub.runtime import build_hub, dimension_known_offline, embedding_runtime, open_store
 from memhub.settings import Settings
-from memhub.store.sqlite import SQLiteStore
+from memhub.store import MemoryStore
 
 app = typer.Typer(help="memhub: a team-level memory hub for AI agents.", no_args_is_help=True)
 log = logging.getLogger("memhub")
@@ -61,7 +61,7 @@ def _single_threaded_blas() -> None:
     threadpool_limits(limits=1, user_api="blas")
 
 
-def _init_admin(settings: Settings, store: SQLiteStore, service_id: str, username: str) -> None:
+def _init_admin(settings: Settings, store: MemoryStore, service_id: str, username: str) -> None:
     """The instance's first system admin, its default team and agent; the user key is printed once."""
     meta = MetaServices.over(store.meta, load_key_hasher(settings.data_dir, settings.key_secret))
     try:
@@ -92,7 +92,7 @@ def init(
 ) -> None:
     """Create the data dir, the gateway key and the first system admin (keys printed once)."""
     settings = _settings(data_dir=data_dir)
-    store = SQLiteStore(settings.data_dir, busy_timeout_ms=settings.db_busy_timeout_ms)
+    store = open_store(settings)
     try:
         if settings.gateway_api_key:
             typer.echo("A gateway key is configured in the environment; nothing to create.")
@@ -131,7 +131,7 @@ def serve(
     if knowledge_only and port is None:
         settings = settings.model_copy(update={"port": settings.knowledge_port})
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    store = SQLiteStore(settings.data_dir, busy_timeout_ms=settings.db_busy_timeout_ms)
+    store = open_store(settings)
     key: GatewayKey | None = None
     if settings.insecure_no_auth:
         log.warning(
@@ -150,7 +150,7 @@ def serve(
     warm_up()
     _single_threaded_blas()
     if knowledge_only:
-        api = create_app(settings, store, key, None, knowledge_only=True)
+        api = create_app(build_hub(settings, store, knowledge_only=True), key)
         uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False)
         return
     embedding = embedding_runtime(settings, store)
@@ -162,7 +162,7 @@ def serve(
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from exc
         embedding.warm_up()
-    api = create_app(settings, store, key, embedding)  # closes the store and the embedder on shutdown
+    api = create_app(build_hub(settings, store, embedding=embedding), key)  # closes the hub on shutdown
     uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False)
 
 
@@ -178,7 +178,7 @@ def reembed(
     """
     settings = _settings(data_dir=data_dir)
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    store = SQLiteStore(settings.data_dir, busy_timeout_ms=settings.db_busy_timeout_ms)
+    store = open_store(settings)
     runtime = embedding_runtime(settings, store)
     try:
         if runtime.embedder is None:

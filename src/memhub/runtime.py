@@ -1,17 +1,48 @@
-"""Long-lived parts built from settings, shared by `memhub serve`, `memhub reembed` and tests."""
+"""The composition root: every long-lived part built from settings, for every entry point.
+
+`memhub serve` (the HTTP app), the other CLI commands and the tests build what they need here and nowhere
+else: entry points never construct a store, an embedder, a pipeline or a knowledge service themselves.
+`open_store` opens the configured backend; `build_hub` wires the services over it into a `Hub` that an entry
+point starts, uses and closes.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from memhub.context import ContextComposer
+from memhub.knowledge.build_queue import QueueLimits
+from memhub.knowledge.codegraph.remote import RemotePolicy
+from memhub.knowledge.codegraph.service import CodeGraphConfig
+from memhub.knowledge.services import KnowledgeServices
+from memhub.knowledge.wiki.service import WikiConfig
+from memhub.memory.chat_memory import ChatMemoryService
 from memhub.memory.embedding import EmbeddingRuntime
+from memhub.memory.prompt_access import PromptAccess
 from memhub.memory.prompts import MemoryPromptService
 from memhub.memory.services import MemoryServices
+from memhub.meta.keys import KeyHasher, load_key_hasher
+from memhub.meta.quotas import Quotas
+from memhub.meta.services import MetaServices
+from memhub.pipeline.generation_access import GenerationAccess
 from memhub.pipeline.generation_log import GenerationLogService
 from memhub.pipeline.runner import PipelineRunner
+from memhub.pipeline.service import PipelineService
 from memhub.pipeline.stages import LLMPersona, LLMScenes, RulePersona, RuleScenes, Stages
 from memhub.pipeline.worker import PipelineWorker
 from memhub.retrieval.embed import build_embedder
 from memhub.settings import Settings
 from memhub.store import MemoryStore
+from memhub.store.factory import StoreOptions
+from memhub.store.factory import open_store as open_store_at
+
+
+def open_store(settings: Settings, *, synchronous: str = "FULL", exact_vector_limit: int | None = None) -> MemoryStore:
+    """The configured store (`MEMHUB_STORE_URL`, or SQLite in the data dir), opened and migrated."""
+    options = StoreOptions(
+        busy_timeout_ms=settings.db_busy_timeout_ms, synchronous=synchronous, exact_vector_limit=exact_vector_limit
+    )
+    return open_store_at(settings.store_location(), options)
 
 
 def embedding_runtime(settings: Settings, store: MemoryStore) -> EmbeddingRuntime:
@@ -80,3 +111,126 @@ def pipeline_worker(settings: Settings, store: MemoryStore, memory: MemoryServic
         generations=GenerationLogService(store.prompts),
     )
     return PipelineWorker(store, runner, config)
+
+
+def knowledge_services(settings: Settings, store: MemoryStore, meta: MetaServices) -> KnowledgeServices:
+    """Wikis, code graphs, tool dispatch and the `<knowledge_tools>` offer, configured from settings."""
+    wiki = WikiConfig(
+        files_root=settings.data_dir / "knowledge",
+        public_url=settings.knowledge_url(),
+        source_roots=tuple(p.resolve() for p in settings.wiki_source_roots),
+        builds=QueueLimits(
+            settings.wiki_build_workers,
+            settings.wiki_build_timeout_seconds,
+            settings.knowledge_build_queue_per_tenant,
+            "MEMHUB_WIKI_BUILD_TIMEOUT_SECONDS",
+        ),
+        llm=settings.llm_config(),
+    )
+    code_graph = CodeGraphConfig(
+        files_root=settings.data_dir / "knowledge",
+        public_url=settings.knowledge_url(),
+        source_roots=tuple(p.resolve() for p in settings.code_source_roots),
+        builds=QueueLimits(
+            settings.code_graph_build_workers,
+            settings.code_graph_build_timeout_seconds,
+            settings.knowledge_build_queue_per_tenant,
+            "MEMHUB_CODE_GRAPH_BUILD_TIMEOUT_SECONDS",
+        ),
+        git_timeout=settings.code_graph_git_timeout_seconds,
+        remotes=RemotePolicy(settings.code_graph_allow_ssh, tuple(settings.code_graph_host_allowlist)),
+    )
+    return KnowledgeServices.over(
+        store.meta,
+        meta.config,
+        wiki,
+        code_graph,
+        language=settings.knowledge_language,
+        open_tools=settings.knowledge_tools_auth == "open",
+        origins=settings.knowledge_origins(),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Hub:
+    """Every long-lived part of one memhub process, built over one store.
+
+    `worker` is None when the pipeline is off (`MEMHUB_PIPELINE_ENABLED=false`, or a knowledge-only
+    process); `embedding` is None when search is BM25 only. The hub owns all of them: `close` stops the
+    workers and closes the store.
+    """
+
+    settings: Settings
+    store: MemoryStore
+    key_hasher: KeyHasher
+    meta: MetaServices
+    memory: MemoryServices
+    knowledge: KnowledgeServices
+    embedding: EmbeddingRuntime | None
+    worker: PipelineWorker | None
+    pipeline: PipelineService
+    prompts: MemoryPromptService
+    prompt_access: PromptAccess
+    generations: GenerationLogService
+    generation_access: GenerationAccess
+    chat_memory: ChatMemoryService
+    composer: ContextComposer
+    knowledge_only: bool = False
+
+    def start(self, *, pipeline: bool = True) -> None:
+        """Start the background workers; the pipeline's only when `pipeline` (tests drain it on demand)."""
+        if self.embedding is not None:
+            self.embedding.start()
+        if self.worker is not None and pipeline:
+            self.worker.start()
+        self.knowledge.resume()  # builds a previous process left queued or running
+
+    def close(self) -> None:
+        """Stop every worker, then close the store (a queued build or job resumes at the next start)."""
+        self.knowledge.close()
+        if self.worker is not None:
+            self.worker.close()
+        if self.embedding is not None:
+            self.embedding.close()
+        self.store.close()
+
+
+def build_hub(
+    settings: Settings,
+    store: MemoryStore | None = None,
+    *,
+    embedding: EmbeddingRuntime | None = None,
+    key_hasher: KeyHasher | None = None,
+    knowledge_only: bool = False,
+) -> Hub:
+    """Every service over `store` (by default the configured one), nothing started yet.
+
+    Without an embedding runtime search is BM25 only (`embedding_runtime` builds the configured one). A
+    `knowledge_only` hub runs no pipeline: it serves the wiki, code-graph and tools routes alone.
+    """
+    store = store if store is not None else open_store(settings)
+    hasher = key_hasher or load_key_hasher(settings.data_dir, settings.key_secret)
+    quotas = Quotas(settings.max_users_per_instance, settings.max_teams_per_instance, settings.max_active_keys_per_user)
+    meta = MetaServices.over(store.meta, hasher, quotas, settings.knowledge_origins())
+    memory = MemoryServices.over(store, embedding)
+    worker = pipeline_worker(settings, store, memory) if settings.pipeline_enabled and not knowledge_only else None
+    generator = worker.runner.stages.generator if worker is not None else "none"
+    knowledge = knowledge_services(settings, store, meta)
+    return Hub(
+        settings=settings,
+        store=store,
+        key_hasher=hasher,
+        meta=meta,
+        memory=memory,
+        knowledge=knowledge,
+        embedding=embedding,
+        worker=worker,
+        pipeline=PipelineService(store, worker, generator),
+        prompts=MemoryPromptService(store.prompts),
+        prompt_access=PromptAccess(store.meta),
+        generations=GenerationLogService(store.prompts),
+        generation_access=GenerationAccess(store.meta),
+        chat_memory=ChatMemoryService(store),
+        composer=ContextComposer(knowledge, memory.conversation, meta.access, meta.config),
+        knowledge_only=knowledge_only,
+    )

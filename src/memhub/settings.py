@@ -13,6 +13,7 @@ from memhub.llm.client import LLMConfig
 from memhub.meta.origins import KnowledgeOrigins, origin_of, parse_allowlist_entry
 from memhub.pipeline.config import PipelineConfig
 from memhub.retrieval.embed import EmbeddingConfig
+from memhub.store.factory import split_url
 from memhub.store.pipeline import Schedule
 
 DEFAULT_DATA_DIR = Path.home() / ".memhub"
@@ -34,6 +35,9 @@ class Settings(BaseSettings):
         DEFAULT_DATA_DIR,
         validation_alias=_names("MEMHUB_DATA_DIR", "TDAI_DATA_DIR", "MEMORY_TENCENTDB_ROOT"),
     )
+    # Where memories are kept: `sqlite:///<dir>` (the default is SQLite in the data dir). Knowledge files, the
+    # key secret and other local files stay in the data dir whatever the store.
+    store_url: str | None = Field(None, validation_alias=_names("MEMHUB_STORE_URL"))
     gateway_api_key: str | None = Field(None, validation_alias=_names("MEMHUB_GATEWAY_API_KEY", "TDAI_GATEWAY_API_KEY"))
     insecure_no_auth: bool = Field(False, validation_alias=_names("MEMHUB_INSECURE_NO_AUTH"))
     strict_isolation: bool = Field(False, validation_alias=_names("MEMHUB_STRICT_ISOLATION", "V3_STRICT_ISOLATION"))
@@ -221,6 +225,18 @@ class Settings(BaseSettings):
         for entry in value:
             parse_allowlist_entry(entry)
         return value
+
+    @field_validator("store_url")
+    @classmethod
+    def _known_backend(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        split_url(value.strip())  # raises, naming the backends there are
+        return value.strip()
+
+    def store_location(self) -> str:
+        """The store's URL: `MEMHUB_STORE_URL`, or SQLite in the data dir."""
+        return self.store_url or f"sqlite://{self.data_dir}"
 
     def knowledge_url(self) -> str:
         """Where agents reach /v3/tools: the configured public URL, else this server's address."""

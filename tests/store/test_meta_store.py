@@ -5,21 +5,16 @@ Written against the interface so that another backend can run the same tests.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from memhub.model.meta import DuplicateEntry, MetaKind
+from memhub.store import MemoryStore
 from memhub.store.meta import MetaStore
-from memhub.store.sqlite import SQLiteStore
 
 
 @pytest.fixture
-def meta(tmp_path: Path) -> Iterator[MetaStore]:
-    store = SQLiteStore(tmp_path)
-    yield store.meta
-    store.close()
+def meta(store: MemoryStore) -> MetaStore:
+    return store.meta
 
 
 def _team(team_id: str, name: str = "t", created_at: str = "2026-01-01T00:00:00.000Z") -> dict[str, str]:

@@ -7,7 +7,7 @@ are similar for texts sharing words), so no model runs: these tests are about wh
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +17,12 @@ from memhub.ids import atomic_id, message_id
 from memhub.index.tokenize import index_text, query_terms
 from memhub.model import AtomicFilter, AuditContext, EmbeddingModel, EmbeddingTask, MessageFilter, NewAtomic, NewMessage
 from memhub.scope import MemoryScope
+from memhub.store import MemoryStore
 from memhub.store.sqlite.fts import owner_prefix, qualify
 from memhub.store.sqlite.schema import MIGRATIONS
 from memhub.store.sqlite.store import DB_FILENAME, SQLiteStore
 from tests.retrieval.fake_openai import fake_vector
+from tests.store.conftest import OpenStore, sqlite_only
 
 DIM = 32
 MODEL = EmbeddingModel("test:token-sum", DIM)
@@ -39,7 +41,7 @@ def vectors_for(tasks: Sequence[EmbeddingTask]) -> np.ndarray:
     return np.vstack([vec(t.text) for t in tasks]) if tasks else np.zeros((0, DIM), np.float32)
 
 
-def embed_all(store: SQLiteStore, model: EmbeddingModel = MODEL) -> int:
+def embed_all(store: MemoryStore, model: EmbeddingModel = MODEL) -> int:
     """What the embedding worker does, until the queue is empty; returns how many vectors were written."""
     written = 0
     while tasks := store.next_embedding_tasks(16):
@@ -66,28 +68,28 @@ def mems(texts: Sequence[str], type_: str = "persona") -> list[NewAtomic]:
     return [NewAtomic(atomic_id(), type_, t, 50, None, "s", 1_000 + i) for i, t in enumerate(texts)]
 
 
-def near_messages(store: SQLiteStore, scope: MemoryScope, text: str, limit: int = 10) -> list[tuple[str, float]]:
+def near_messages(store: MemoryStore, scope: MemoryScope, text: str, limit: int = 10) -> list[tuple[str, float]]:
     return [(m.content, s) for m, s in store.vector_search_messages(scope, vec(text), MessageFilter(), limit)]
 
 
-def near_atomic(store: SQLiteStore, scope: MemoryScope, text: str, limit: int = 10) -> list[tuple[str, float]]:
+def near_atomic(store: MemoryStore, scope: MemoryScope, text: str, limit: int = 10) -> list[tuple[str, float]]:
     return [(a.content, s) for a, s in store.vector_search_atomic(scope, vec(text), AtomicFilter(), limit)]
 
 
-def bm25_messages(store: SQLiteStore, scope: MemoryScope, query: str) -> list[str]:
+def bm25_messages(store: MemoryStore, scope: MemoryScope, query: str) -> list[str]:
     return [m.content for m, _ in store.search_messages(scope, query_terms(query), MessageFilter(), 20)]
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path)
+def store(open_store_named: OpenStore) -> MemoryStore:
+    s = open_store_named()
     s.reset_embeddings(MODEL)
-    yield s
-    s.close()
+    return s
 
 
 # -- the queue ----------------------------------------------------------------------------------
-def test_every_write_is_queued_and_embedding_empties_the_queue(store: SQLiteStore) -> None:
+@sqlite_only
+def test_every_write_is_queued_and_embedding_empties_the_queue(store: MemoryStore) -> None:
     store.add_messages(A, "s", msgs(["first message", "second message"]))
     store.add_atomic(A, mems(["likes green tea"]))
     assert store.embedding_backlog() == 3
@@ -104,7 +106,8 @@ def test_every_write_is_queued_and_embedding_empties_the_queue(store: SQLiteStor
     assert near_atomic(store, A, "likes green tea")[0][1] == pytest.approx(1.0, abs=1e-5)
 
 
-def test_a_requeued_record_gets_no_vector_from_its_stale_text(store: SQLiteStore) -> None:
+@sqlite_only
+def test_a_requeued_record_gets_no_vector_from_its_stale_text(store: MemoryStore) -> None:
     (rec,) = store.add_atomic(A, mems(["works at Initech as a tester"]))
     stale = store.next_embedding_tasks(10)  # the worker read the old text …
     store.update_atomic("svc", rec.id, "works at Globex as a manager", None, 5_000, AUDIT)  # … then it changed
@@ -119,7 +122,7 @@ def test_a_requeued_record_gets_no_vector_from_its_stale_text(store: SQLiteStore
     assert content == "works at Globex as a manager" and score == pytest.approx(1.0, abs=1e-5)
 
 
-def test_an_update_drops_the_current_vector_at_once(store: SQLiteStore) -> None:
+def test_an_update_drops_the_current_vector_at_once(store: MemoryStore) -> None:
     (rec,) = store.add_atomic(A, mems(["allergic to peanuts"]))
     embed_all(store)
     assert near_atomic(store, A, "allergic to peanuts")
@@ -130,7 +133,8 @@ def test_an_update_drops_the_current_vector_at_once(store: SQLiteStore) -> None:
     assert near_atomic(store, A, "allergic to shellfish")[0][0] == "allergic to shellfish"
 
 
-def test_tasks_of_records_deleted_meanwhile_are_skipped(store: SQLiteStore) -> None:
+@sqlite_only
+def test_tasks_of_records_deleted_meanwhile_are_skipped(store: MemoryStore) -> None:
     ids, _ = store.add_messages(A, "s", msgs(["soon deleted"]))
     (rec,) = store.add_atomic(A, mems(["also soon deleted"]))
     tasks = store.next_embedding_tasks(10)
@@ -141,7 +145,7 @@ def test_tasks_of_records_deleted_meanwhile_are_skipped(store: SQLiteStore) -> N
     assert vector_rows(store) == (0, 0)
 
 
-def test_deleting_a_message_requeues_the_neighbours_that_embedded_it(store: SQLiteStore) -> None:
+def test_deleting_a_message_requeues_the_neighbours_that_embedded_it(store: MemoryStore) -> None:
     ids, _ = store.add_messages(A, "s", msgs(["which book are you reading", "the alchemist again", "nice choice"]))
     embed_all(store)
     store.delete_messages(A, [ids[0]], [])
@@ -155,7 +159,8 @@ def test_deleting_a_message_requeues_the_neighbours_that_embedded_it(store: SQLi
 
 
 # -- the model -------------------------------------------------------------------------------------
-def test_store_embeddings_refuses_another_model_and_writes_nothing(store: SQLiteStore) -> None:
+@sqlite_only
+def test_store_embeddings_refuses_another_model_and_writes_nothing(store: MemoryStore) -> None:
     store.add_messages(A, "s", msgs(["one", "two"]))
     store.add_atomic(A, mems(["three"]))
     tasks = store.next_embedding_tasks(10)
@@ -171,8 +176,11 @@ def test_store_embeddings_refuses_another_model_and_writes_nothing(store: SQLite
     assert store.embedding_model() == MODEL
 
 
-def test_store_embeddings_refuses_vectors_before_any_model_is_adopted(tmp_path: Path) -> None:
-    fresh = SQLiteStore(tmp_path / "fresh")
+@sqlite_only
+def test_store_embeddings_refuses_vectors_before_any_model_is_adopted(
+    open_store_named: OpenStore,
+) -> None:
+    fresh = open_store_named("fresh")
     try:
         assert fresh.embedding_model() is None
         fresh.add_messages(A, "s", msgs(["no model yet"]))
@@ -184,7 +192,8 @@ def test_store_embeddings_refuses_vectors_before_any_model_is_adopted(tmp_path: 
         fresh.close()
 
 
-def test_reset_embeddings_drops_every_vector_and_requeues_every_record(store: SQLiteStore) -> None:
+@sqlite_only
+def test_reset_embeddings_drops_every_vector_and_requeues_every_record(store: MemoryStore) -> None:
     store.add_messages(A, "s", msgs(["alpha message", "beta message"]))
     store.add_messages(B, "s", msgs(["gamma message"]))
     store.add_atomic(A, mems(["delta memory", "epsilon memory"]))
@@ -214,13 +223,13 @@ def test_reset_embeddings_drops_every_vector_and_requeues_every_record(store: SQ
     assert len(store.vector_search_messages(B, query, MessageFilter(), 10)) == 1
 
 
-def test_a_reopened_store_keeps_its_model_and_vectors(tmp_path: Path) -> None:
-    first = SQLiteStore(tmp_path)
+def test_a_reopened_store_keeps_its_model_and_vectors(open_store_named: OpenStore) -> None:
+    first = open_store_named()
     first.reset_embeddings(MODEL)
     first.add_atomic(A, mems(["kept across restarts"]))
     embed_all(first)
     first.close()
-    second = SQLiteStore(tmp_path)
+    second = open_store_named()
     try:
         assert second.embedding_model() == MODEL
         assert second.embedding_backlog() == 0
@@ -230,10 +239,12 @@ def test_a_reopened_store_keeps_its_model_and_vectors(tmp_path: Path) -> None:
 
 
 # -- two processes on one file -------------------------------------------------------------------------
-def test_a_second_store_on_the_same_file_sees_the_first_ones_vectors_and_deletes(tmp_path: Path) -> None:
-    first = SQLiteStore(tmp_path)
+def test_a_second_store_on_the_same_file_sees_the_first_ones_vectors_and_deletes(
+    open_store_named: OpenStore,
+) -> None:
+    first = open_store_named()
     first.reset_embeddings(MODEL)
-    second = SQLiteStore(tmp_path)  # another gateway process on the same data dir
+    second = open_store_named()  # another gateway process on the same data dir
     try:
         ids, _ = first.add_messages(A, "s1", msgs(["we adopted a golden retriever"]))
         (mem,) = first.add_atomic(A, mems(["prefers window seats"]))
@@ -264,10 +275,12 @@ def test_a_second_store_on_the_same_file_sees_the_first_ones_vectors_and_deletes
         first.close()
 
 
-def test_a_store_opened_before_the_model_was_adopted_still_sees_vectors(tmp_path: Path) -> None:
+def test_a_store_opened_before_the_model_was_adopted_still_sees_vectors(
+    open_store_named: OpenStore,
+) -> None:
     # Two gateways started together on a fresh data dir: one of them adopts the model first.
-    early = SQLiteStore(tmp_path)
-    adopter = SQLiteStore(tmp_path)
+    early = open_store_named()
+    adopter = open_store_named()
     try:
         adopter.reset_embeddings(MODEL)
         adopter.add_messages(A, "s", msgs(["the train leaves at noon"]))
@@ -281,13 +294,13 @@ def test_a_store_opened_before_the_model_was_adopted_still_sees_vectors(tmp_path
         adopter.close()
 
 
-def test_a_model_changed_by_another_process_is_followed(tmp_path: Path) -> None:
-    serving = SQLiteStore(tmp_path)
+def test_a_model_changed_by_another_process_is_followed(open_store_named: OpenStore) -> None:
+    serving = open_store_named()
     serving.reset_embeddings(MODEL)
     serving.add_messages(A, "s", msgs(["the train leaves at noon"]))
     embed_all(serving)
     assert near_messages(serving, A, "the train leaves at noon")  # the scope's 32-d index is cached
-    reembed = SQLiteStore(tmp_path)  # `memhub reembed` with a wider model, in another process
+    reembed = open_store_named()  # `memhub reembed` with a wider model, in another process
     try:
         wide = EmbeddingModel("test:wide", DIM * 2)
         reembed.reset_embeddings(wide)
@@ -307,7 +320,7 @@ def test_a_model_changed_by_another_process_is_followed(tmp_path: Path) -> None:
         serving.close()
 
 
-def test_vector_search_never_crosses_scopes(store: SQLiteStore) -> None:
+def test_vector_search_never_crosses_scopes(store: MemoryStore) -> None:
     store.add_messages(B, "s", msgs(["golden retriever puppy"] * 40))
     store.add_messages(A, "s", msgs(["my cat sleeps all day"]))
     embed_all(store)
@@ -318,8 +331,10 @@ def test_vector_search_never_crosses_scopes(store: SQLiteStore) -> None:
     assert store.message_similarities(A, vec("golden retriever puppy"), b_ids) == {}
 
 
-def test_above_the_exact_limit_deletes_updates_and_scopes_still_hold(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path, exact_vector_limit=8)  # HNSW from 9 vectors per scope
+def test_above_the_exact_limit_deletes_updates_and_scopes_still_hold(
+    open_store_named: OpenStore,
+) -> None:
+    store = open_store_named(exact_vector_limit=8)  # HNSW from 9 vectors per scope
     store.reset_embeddings(MODEL)
     try:
         texts = [f"note number {i} about topic {i % 7} and subject {i % 5}" for i in range(40)]
@@ -340,7 +355,7 @@ def test_above_the_exact_limit_deletes_updates_and_scopes_still_hold(tmp_path: P
         store.close()
 
 
-def test_vector_search_applies_filters_before_the_top_k(store: SQLiteStore) -> None:
+def test_vector_search_applies_filters_before_the_top_k(store: MemoryStore) -> None:
     store.add_messages(A, "busy", msgs(["budget meeting notes"] * 60, start_ms=1_000))
     store.add_messages(A, "quiet", msgs(["budget review"], start_ms=900_000))
     store.add_atomic(A, mems(["budget meeting notes"] * 60, "episodic"))
@@ -356,7 +371,7 @@ def test_vector_search_applies_filters_before_the_top_k(store: SQLiteStore) -> N
 
 
 # -- the context column ---------------------------------------------------------------------------------
-def test_a_reply_is_found_by_the_words_of_the_question_before_it(store: SQLiteStore) -> None:
+def test_a_reply_is_found_by_the_words_of_the_question_before_it(store: MemoryStore) -> None:
     store.add_messages(A, "s", msgs(["Which novel are you reading these days?", "The Alchemist, again."]))
     store.add_messages(A, "other", msgs(["Lunch was great."]))
     found = bm25_messages(store, A, "novel")
@@ -364,7 +379,7 @@ def test_a_reply_is_found_by_the_words_of_the_question_before_it(store: SQLiteSt
     assert bm25_messages(store, B, "novel") == []
 
 
-def test_context_reaches_two_messages_each_way_within_the_session(store: SQLiteStore) -> None:
+def test_context_reaches_two_messages_each_way_within_the_session(store: MemoryStore) -> None:
     texts = ["zebra one", "filler two", "filler three", "filler four", "filler five"]
     store.add_messages(A, "s", msgs(texts))
     store.add_messages(A, "other-session", msgs(["unrelated message"]))
@@ -372,13 +387,13 @@ def test_context_reaches_two_messages_each_way_within_the_session(store: SQLiteS
     assert found == {"zebra one", "filler two", "filler three"}  # the 2 after it, not the 3rd
 
 
-def test_a_later_message_joins_the_context_of_the_ones_before_it(store: SQLiteStore) -> None:
+def test_a_later_message_joins_the_context_of_the_ones_before_it(store: MemoryStore) -> None:
     store.add_messages(A, "s", msgs(["What did the vet say?"]))
     store.add_messages(A, "s", msgs(["Kiwi needs a gluten-free diet."], start_ms=2_000))  # a separate request
     assert set(bm25_messages(store, A, "gluten")) == {"What did the vet say?", "Kiwi needs a gluten-free diet."}
 
 
-def test_deleting_the_previous_message_removes_its_words_from_the_reply(store: SQLiteStore) -> None:
+def test_deleting_the_previous_message_removes_its_words_from_the_reply(store: MemoryStore) -> None:
     ids, _ = store.add_messages(A, "s", msgs(["Which novel are you reading?", "The Alchemist, again.", "Nice."]))
     assert "The Alchemist, again." in bm25_messages(store, A, "novel")
     store.delete_messages(A, [ids[0]], [])
@@ -386,7 +401,7 @@ def test_deleting_the_previous_message_removes_its_words_from_the_reply(store: S
     assert bm25_messages(store, A, "alchemist") == ["The Alchemist, again.", "Nice."]  # survivors still see each other
 
 
-def test_deleting_a_session_leaves_no_context_in_other_sessions(store: SQLiteStore) -> None:
+def test_deleting_a_session_leaves_no_context_in_other_sessions(store: MemoryStore) -> None:
     store.add_messages(A, "gone", msgs(["secret project codename bluebird"]))
     store.add_messages(A, "kept", msgs(["ordinary message", "another ordinary one"]))
     store.delete_messages(A, [], ["gone"])

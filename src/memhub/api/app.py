@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import replace
 from typing import Any
 
 from fastapi import FastAPI
@@ -37,116 +36,47 @@ from memhub.api.routes.knowledge import ROUTES as KNOWLEDGE_ROUTES
 from memhub.api.routes.meta import INTERNAL_ROUTES, META_ROUTES
 from memhub.api.routes.tools import ROUTES as TOOLS_ROUTES
 from memhub.api.routes.wiki import ROUTES as WIKI_ROUTES
-from memhub.context import ContextComposer
 from memhub.errors import HttpStatusError, MemhubError, RequestTimeout
 from memhub.gateway_key import GatewayKey
-from memhub.knowledge.build_queue import QueueLimits
-from memhub.knowledge.codegraph.remote import RemotePolicy
-from memhub.knowledge.codegraph.service import CodeGraphConfig
-from memhub.knowledge.services import KnowledgeServices
-from memhub.knowledge.wiki.service import WikiConfig
-from memhub.memory.chat_memory import ChatMemoryService
-from memhub.memory.embedding import EmbeddingRuntime
-from memhub.memory.prompt_access import PromptAccess
-from memhub.memory.prompts import MemoryPromptService
-from memhub.memory.services import MemoryServices
-from memhub.meta.keys import KeyHasher, load_key_hasher
-from memhub.meta.quotas import Quotas
-from memhub.meta.services import MetaServices
-from memhub.pipeline.generation_access import GenerationAccess
-from memhub.pipeline.generation_log import GenerationLogService
-from memhub.pipeline.service import PipelineService
-from memhub.runtime import pipeline_worker
-from memhub.settings import Settings
-from memhub.store import MemoryStore
+from memhub.runtime import Hub
 
 DATA_ROUTES: list[DataRoute] = [*conversation.ROUTES, *atomic.ROUTES, *profile.ROUTES, *pipeline.ROUTES]
 
 
-def create_app(
-    settings: Settings,
-    store: MemoryStore,
-    gateway_key: GatewayKey | None,
-    embedding: EmbeddingRuntime | None = None,
-    key_hasher: KeyHasher | None = None,
-    run_pipeline: bool = True,
-    knowledge_only: bool = False,
-) -> FastAPI:
-    """The gateway app. `gateway_key=None` disables layer-1 auth (only with --insecure-no-auth).
+def create_app(hub: Hub, gateway_key: GatewayKey | None, *, run_pipeline: bool = True) -> FastAPI:
+    """The gateway app over a hub's services. `gateway_key=None` disables layer-1 auth (only with --insecure-no-auth).
 
-    Without an embedding runtime, search is BM25 only. The app owns the store and the runtime from
-    here on: the embedding worker starts with the app and both are closed on shutdown (uvicorn
-    re-raises SIGTERM after its own shutdown, so a caller's `finally` would never run).
-    The pipeline worker (settings.pipeline_enabled) starts with the app unless `run_pipeline` is
-    False; then `app.state.pipeline_worker.drain()` runs it on demand (tests).
-    `knowledge_only` serves the knowledge service alone (`memhub serve --knowledge-only`): health, the
-    wiki, code-graph, tools and knowledge routes, without the memory data plane, the management plane or the pipeline.
+    The app owns the hub from here on: its workers start with the app and the hub is closed on shutdown
+    (uvicorn re-raises SIGTERM after its own shutdown, so a caller's `finally` would never run).
+    The pipeline worker starts with the app unless `run_pipeline` is False; then
+    `app.state.pipeline_worker.drain()` runs it on demand (tests).
+    A knowledge-only hub (`memhub serve --knowledge-only`) serves health, the wiki, code-graph, tools and
+    knowledge routes, without the memory data plane, the management plane or the pipeline.
     """
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if embedding is not None:
-            embedding.start()
-        if worker is not None and run_pipeline:
-            worker.start()
-        knowledge.resume()  # builds a previous process left queued or running
+        hub.start(pipeline=run_pipeline)
         yield
-        knowledge.close()
-        if worker is not None:
-            worker.close()
-        if embedding is not None:
-            embedding.close()
-        store.close()
+        hub.close()
 
+    settings = hub.settings
+    store, embedding, worker, knowledge, memory, meta = (
+        hub.store,
+        hub.embedding,
+        hub.worker,
+        hub.knowledge,
+        hub.memory,
+        hub.meta,
+    )
     app = FastAPI(title="memhub", version=__version__, docs_url="/docs", redoc_url=None, lifespan=lifespan)
-    hasher = key_hasher or load_key_hasher(settings.data_dir, settings.key_secret)
-    quotas = Quotas(settings.max_users_per_instance, settings.max_teams_per_instance, settings.max_active_keys_per_user)
-    origins = settings.knowledge_origins()
-    meta = MetaServices.over(store.meta, hasher, quotas, origins)
     open_tools = settings.knowledge_tools_auth == "open"
     auth = Authenticator(
         gateway_key, meta.users, require_user_key=settings.data_plane_auth == "user_key", open_tools=open_tools
     )
     cors = CorsPolicy(settings.cors_origins)
-    memory = MemoryServices.over(store, embedding)
-    worker = pipeline_worker(settings, store, memory) if settings.pipeline_enabled and not knowledge_only else None
-    generator = worker.runner.stages.generator if worker is not None else "none"
-    memory = replace(memory, pipeline=PipelineService(store, worker, generator))
-    wiki_config = WikiConfig(
-        files_root=settings.data_dir / "knowledge",
-        public_url=settings.knowledge_url(),
-        source_roots=tuple(p.resolve() for p in settings.wiki_source_roots),
-        builds=QueueLimits(
-            settings.wiki_build_workers,
-            settings.wiki_build_timeout_seconds,
-            settings.knowledge_build_queue_per_tenant,
-            "MEMHUB_WIKI_BUILD_TIMEOUT_SECONDS",
-        ),
-        llm=settings.llm_config(),
-    )
-    code_graph_config = CodeGraphConfig(
-        files_root=settings.data_dir / "knowledge",
-        public_url=settings.knowledge_url(),
-        source_roots=tuple(p.resolve() for p in settings.code_source_roots),
-        builds=QueueLimits(
-            settings.code_graph_build_workers,
-            settings.code_graph_build_timeout_seconds,
-            settings.knowledge_build_queue_per_tenant,
-            "MEMHUB_CODE_GRAPH_BUILD_TIMEOUT_SECONDS",
-        ),
-        git_timeout=settings.code_graph_git_timeout_seconds,
-        remotes=RemotePolicy(settings.code_graph_allow_ssh, tuple(settings.code_graph_host_allowlist)),
-    )
-    knowledge = KnowledgeServices.over(
-        store.meta,
-        meta.config,
-        wiki_config,
-        code_graph_config,
-        language=settings.knowledge_language,
-        open_tools=open_tools,
-        origins=origins,
-    )
     started = time.monotonic()
+    app.state.hub = hub
     app.state.knowledge = knowledge
     app.state.pipeline_worker = worker
     app.state.store = store
@@ -183,28 +113,30 @@ def create_app(
     for prefix, routes, tag in knowledge_routes:
         management.mount(app, prefix, routes, tag=tag)
     models = [r.model for _, routes, _ in knowledge_routes for r in routes]
-    if not knowledge_only:
+    if not hub.knowledge_only:
         plane = DataPlane(
-            auth, memory, meta, settings.max_body_bytes, settings.strict_isolation, settings.body_read_timeout_seconds
+            auth,
+            memory,
+            meta,
+            settings.max_body_bytes,
+            settings.strict_isolation,
+            settings.body_read_timeout_seconds,
+            hub.pipeline,
         )
         plane.mount(app, DATA_ROUTES)
-        prompts = MemoryPromptService(store.prompts)
-        generations = GenerationLogService(store.prompts)
-        prompt_access = PromptAccess(store.meta)
-        generation_access = GenerationAccess(store.meta)
         v3_only = [
-            *memory_prompt.routes(prompts, prompt_access),
-            *generation_log.routes(generations, generation_access),
+            *memory_prompt.routes(hub.prompts, hub.prompt_access),
+            *generation_log.routes(hub.generations, hub.generation_access),
         ]
         memory_prompt.mount(plane, app, v3_only)
-        app.state.memory_prompts = prompts
-        app.state.generation_log = generations
+        app.state.memory_prompts = hub.prompts
+        app.state.generation_log = hub.generations
         management.mount(app, "/v3/meta", META_ROUTES, tag="meta")
         management.mount(app, "/v3/internal/meta", INTERNAL_ROUTES, tag="internal")
-        context_routes = context.routes(ContextComposer(knowledge, memory.conversation, meta.access, meta.config))
+        context_routes = context.routes(hub.composer)
         management.mount(app, "/v3/context", context_routes, tag="context")
         # Data-plane authentication without isolation fields (the ids name the scope): a MetaRoute, guard DATA.
-        chat_memory_routes = chat_memory.routes(ChatMemoryService(store))
+        chat_memory_routes = chat_memory.routes(hub.chat_memory)
         management.mount(app, "/v3/chat-memory", chat_memory_routes, tag="v3")
         models += [
             r.model

@@ -25,6 +25,7 @@ from memhub.api.validation import parse_model
 from memhub.memory.services import MemoryServices
 from memhub.meta.caller import Caller
 from memhub.meta.services import MetaServices
+from memhub.pipeline.service import PipelineService
 from memhub.scope import Isolation
 
 NO_DATA = object()  # a handler returns this when the envelope carries no `data` (e.g. scenario/rm)
@@ -38,6 +39,7 @@ class Call:
     request_id: str
     isolation: Isolation
     memory: MemoryServices
+    pipeline: PipelineService | None  # status and control of the L0→L3 pipeline (None: not in this process)
     meta: MetaServices
     caller: Caller  # who is asking: a handler narrows what it reads or changes to what this caller may see
 
@@ -68,6 +70,7 @@ class DataPlane:
     max_body_bytes: int
     strict_isolation: bool
     body_read_timeout: float | None = None
+    pipeline: PipelineService | None = None
 
     def endpoint(self, route: DataRoute, *, strict: bool) -> Callable[[Request], Any]:
         async def run(request: Request) -> Response:
@@ -77,7 +80,11 @@ class DataPlane:
             body = parse_model(route.model, raw)
             isolation = resolve_isolation(caller.service_id, body, request, strict=strict, default_user=caller.user_id)
             data = await run_in_threadpool(
-                self._serve, route, caller, Call(request, rid, isolation, self.memory, self.meta, caller), body
+                self._serve,
+                route,
+                caller,
+                Call(request, rid, isolation, self.memory, self.pipeline, self.meta, caller),
+                body,
             )
             return ok(request, None, include_data=False) if data is NO_DATA else ok(request, data)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from memhub.memory.atomic import AtomicService
 from memhub.memory.conversation import ConversationService
@@ -11,9 +10,6 @@ from memhub.memory.core import CoreService
 from memhub.memory.embedding import EmbeddingRuntime
 from memhub.memory.scenario import ScenarioService
 from memhub.store import MemoryStore
-
-if TYPE_CHECKING:
-    from memhub.pipeline.service import PipelineService
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +20,6 @@ class MemoryServices:
     atomic: AtomicService
     scenario: ScenarioService
     core: CoreService
-    pipeline: PipelineService | None = None  # status and control of the L0→L3 pipeline
 
     @classmethod
     def over(cls, store: MemoryStore, embedding: EmbeddingRuntime | None = None) -> MemoryServices:

@@ -65,6 +65,14 @@ class GraphReader(ABC):
     def meta(self) -> dict[str, Any]:
         """Build metadata (commit, counts of external calls, when it was built)."""
 
+    @abstractmethod
+    def graph_format(self) -> int:
+        """The format version this generation was written in; another version's facts are rebuilt."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the generation's file."""
+
 
 class GraphWriter(GraphReader):
     """A graph being built: replace files, then write the resolved graph in one go."""

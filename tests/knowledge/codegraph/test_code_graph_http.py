@@ -23,8 +23,8 @@ import memhub.knowledge.codegraph.builds as code_graph_builds
 from memhub.api import create_app
 from memhub.gateway_key import ensure_gateway_key
 from memhub.model.meta import MetaKind
+from memhub.runtime import build_hub, open_store
 from memhub.settings import Settings
-from memhub.store.sqlite import SQLiteStore
 from tests.conftest import GATEWAY_KEY
 from tests.knowledge.codegraph.code_graph_http_kit import (
     CODE_GRAPH_ID,
@@ -480,9 +480,9 @@ def test_direct_query_routes_check_params_like_the_reference(cg: CodeGraphHttp, 
 
 def test_knowledge_only_mounts_the_routes_and_resumes_builds_at_start(tmp_path: Path, project: Path) -> None:
     settings = Settings(data_dir=tmp_path / "data", gateway_api_key=GATEWAY_KEY, code_source_roots=[project.parent])
-    store = SQLiteStore(settings.data_dir)
+    store = open_store(settings)
     key = ensure_gateway_key(store, settings.gateway_api_key).key
-    app = create_app(settings, store, key, run_pipeline=False, knowledge_only=True)
+    app = create_app(build_hub(settings, store, knowledge_only=True), key, run_pipeline=False)
     headers = {"authorization": f"Bearer {GATEWAY_KEY}", "x-tdai-service-id": SERVICE}
     with TestClient(app) as client:  # runs the lifespan: resume at start, close at shutdown
         paths = client.get("/openapi.json").json()["paths"]
@@ -496,8 +496,8 @@ def test_knowledge_only_mounts_the_routes_and_resumes_builds_at_start(tmp_path: 
         app.state.knowledge.code_graphs.wait_idle(30)
         with store.meta.writing(SERVICE) as w:  # as a process killed mid-build leaves it
             w.update(MetaKind.CODE_GRAPH, code_graph_id, {"status": "pending"})
-    store = SQLiteStore(settings.data_dir)
-    app = create_app(settings, store, key, run_pipeline=False, knowledge_only=True)
+    store = open_store(settings)
+    app = create_app(build_hub(settings, store, knowledge_only=True), key, run_pipeline=False)
     with TestClient(app) as client:
         app.state.knowledge.code_graphs.wait_idle(30)
         detail = client.post("/v3/code-graph/get", json={"code_graph_id": code_graph_id}, headers=headers).json()

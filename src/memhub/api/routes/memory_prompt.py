@@ -197,7 +197,7 @@ def _get_endpoint(plane: DataPlane, route: DataRoute) -> Callable[[Request], Any
         caller = await plane.auth.data_caller(request, rid)
         body = parse_model(route.model, query_to_body(route.model, request))
         isolation = resolve_isolation(caller.service_id, body, request, strict=False, default_user=caller.user_id)
-        call = Call(request, rid, isolation, plane.memory, plane.meta, caller)
+        call = Call(request, rid, isolation, plane.memory, plane.pipeline, plane.meta, caller)
         return ok(request, await run_in_threadpool(plane._serve, route, caller, call, body))
 
     run.__name__ = "get_" + route.path.replace("/", "_").replace("-", "_")

@@ -17,9 +17,9 @@ from memhub.scope import Isolation
 
 
 def _pipeline(call: Call) -> PipelineService:
-    if call.memory.pipeline is None:
+    if call.pipeline is None:
         raise ServiceUnavailable("The memory pipeline is not available in this process")
-    return call.memory.pipeline
+    return call.pipeline
 
 
 def _visible(call: Call) -> Isolation | None:

@@ -32,7 +32,7 @@ from memhub.knowledge.codegraph.rust_facts import extract_rust
 from memhub.knowledge.codegraph.syntax import FileTooComplex
 from memhub.model.graph import FileFacts, FileRecord
 from memhub.model.graph_codec import decode_facts, encode_facts
-from memhub.store.sqlite.graph import GRAPH_FORMAT, SQLiteGraph
+from memhub.store.graph_files import GRAPH_FORMAT, copy_graph, new_graph, open_graph
 
 log = logging.getLogger("memhub.codegraph")
 
@@ -201,7 +201,7 @@ def _external_meta(by_file: dict[str, int]) -> dict[str, object]:
 
 
 def _format_of(generation: Path) -> int:
-    graph = SQLiteGraph(generation, readonly=True)
+    graph = open_graph(generation)
     try:
         return graph.graph_format()
     finally:
@@ -236,7 +236,7 @@ def index_tree(
     report = IndexReport()
     if previous is not None and _format_of(previous) != GRAPH_FORMAT:
         previous = None  # written by another version: its facts and edges are rebuilt from the sources
-    graph = SQLiteGraph.copy_from(previous, target) if previous is not None else SQLiteGraph(target)
+    graph = copy_graph(previous, target) if previous is not None else new_graph(target)
     try:
         stored = {f.path: f for f in graph.files()}
         files, report.skipped = discover(root, max_bytes=max_bytes)

@@ -20,8 +20,8 @@ from pathlib import Path
 from memhub.knowledge.codegraph.storage import CodeGraphFiles
 from memhub.model.meta import MetaKind, Row
 from memhub.store.graph import GraphReader
+from memhub.store.graph_files import open_graph
 from memhub.store.meta import MetaStore
-from memhub.store.sqlite.graph import SQLiteGraph
 
 READERS_CACHED = 64
 
@@ -29,7 +29,7 @@ READERS_CACHED = 64
 @dataclass(slots=True)
 class _Reader:
     generation: int
-    graph: SQLiteGraph
+    graph: GraphReader
     leases: int = 0
     retired: bool = False
 
@@ -123,8 +123,5 @@ class GraphReaders:
                 self._retire(reader)
 
 
-def _open_readonly(path: Path) -> SQLiteGraph:
-    graph = SQLiteGraph(path, readonly=True)
-    # Opening is lazy: touch the file now, so a missing generation fails here rather than mid-query.
-    graph.con.execute("SELECT 1 FROM meta LIMIT 1").fetchall()
-    return graph
+def _open_readonly(path: Path) -> GraphReader:
+    return open_graph(path)
