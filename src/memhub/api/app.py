@@ -17,7 +17,7 @@ from memhub.api import openapi
 from memhub.api.auth import Authenticator
 from memhub.api.dataplane import DataPlane, DataRoute
 from memhub.api.envelope import JSONResponse, error
-from memhub.api.metaplane import MetaPlane
+from memhub.api.guarded import GuardedPlane
 from memhub.api.middleware import CorsPolicy, GatewayMiddleware
 from memhub.api.routes import (
     atomic,
@@ -103,7 +103,7 @@ def create_app(hub: Hub, gateway_key: GatewayKey | None, *, run_pipeline: bool =
         payload = health_payload(store, embedding, started, auth_enabled=gateway_key is not None, pipeline=worker)
         return JSONResponse(payload)
 
-    management = MetaPlane(auth, meta, settings.max_body_bytes, knowledge, settings.body_read_timeout_seconds)
+    management = GuardedPlane(auth, meta, settings.max_body_bytes, knowledge, settings.body_read_timeout_seconds)
     knowledge_routes = [
         ("/v3/wiki", WIKI_ROUTES, "wiki"),
         ("/v3/code-graph", CODE_GRAPH_ROUTES, "code-graph"),
@@ -135,7 +135,7 @@ def create_app(hub: Hub, gateway_key: GatewayKey | None, *, run_pipeline: bool =
         management.mount(app, "/v3/internal/meta", INTERNAL_ROUTES, tag="internal")
         context_routes = context.routes(hub.composer)
         management.mount(app, "/v3/context", context_routes, tag="context")
-        # Data-plane authentication without isolation fields (the ids name the scope): a MetaRoute, guard DATA.
+        # Data-plane authentication without isolation fields (the ids name the scope): a GuardedRoute, guard DATA.
         chat_memory_routes = chat_memory.routes(hub.chat_memory)
         management.mount(app, "/v3/chat-memory", chat_memory_routes, tag="v3")
         models += [

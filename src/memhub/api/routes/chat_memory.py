@@ -11,9 +11,9 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator
 
+from memhub.api.guarded import Guard, GuardedCall, GuardedRoute
 from memhub.api.json_rules import trimmed_id
 from memhub.api.meta_schemas import MetaBody
-from memhub.api.metaplane import Guard, MetaCall, MetaRoute
 from memhub.api.schemas import MAX_ID_CHARS
 from memhub.ids import NO_CONTROL_RULE, has_control
 from memhub.memory.chat_memory import ChatMemoryService
@@ -48,14 +48,14 @@ class ChatMemoryClear(MetaBody):
         return value
 
 
-def routes(service: ChatMemoryService) -> list[MetaRoute]:
+def routes(service: ChatMemoryService) -> list[GuardedRoute]:
     """The chat-memory routes, served by `service`."""
 
-    def clear(call: MetaCall, body: ChatMemoryClear) -> Any:
+    def clear(call: GuardedCall, body: ChatMemoryClear) -> Any:
         return service.clear(call.caller, body.memory_ids)
 
     return [
-        MetaRoute(
+        GuardedRoute(
             "clear",
             ChatMemoryClear,
             clear,

@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memhub.api.guarded import Guard, GuardedCall, GuardedRoute
 from memhub.api.isolation import resolve_isolation
 from memhub.api.meta_schemas import MetaBody
-from memhub.api.metaplane import Guard, MetaCall, MetaRoute
 from memhub.api.schemas import Body
 from memhub.context import ComposeRequest, ContextComposer
 from memhub.context.model import CAP_BOUNDS, DEFAULT_CAPS, Caps
@@ -98,12 +98,12 @@ class ContextCompose(Body, MetaBody):
         )
 
 
-def routes(composer: ContextComposer) -> list[MetaRoute]:
+def routes(composer: ContextComposer) -> list[GuardedRoute]:
     """The context routes, served by this composer."""
 
-    def compose(call: MetaCall, body: ContextCompose) -> Any:
+    def compose(call: GuardedCall, body: ContextCompose) -> Any:
         caller = call.caller
         isolation = resolve_isolation(caller.service_id, body, call.request, strict=False, default_user=caller.user_id)
         return composer.compose(caller, isolation, body.request()).view()
 
-    return [MetaRoute("compose", ContextCompose, compose, Guard.DATA, summary="Compose one turn's runtime context")]
+    return [GuardedRoute("compose", ContextCompose, compose, Guard.DATA, summary="Compose one turn's runtime context")]

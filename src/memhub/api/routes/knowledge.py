@@ -4,29 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
+from memhub.api.guarded import Guard, GuardedCall, GuardedRoute
 from memhub.api.knowledge_schemas import ToolsBlock
 from memhub.api.meta_schemas import KnowledgeCreate, KnowledgeDelete, KnowledgeGet, KnowledgeList, KnowledgeUpdate
-from memhub.api.metaplane import Guard, MetaCall, MetaRoute
 
 
-def create(call: MetaCall, body: KnowledgeCreate) -> Any:
+def create(call: GuardedCall, body: KnowledgeCreate) -> Any:
     return call.meta.knowledge.create(call.caller, body.fields())
 
 
-def get(call: MetaCall, body: KnowledgeGet) -> Any:
+def get(call: GuardedCall, body: KnowledgeGet) -> Any:
     return call.meta.knowledge.get(call.caller, body.knowledge_id, body.team_id)
 
 
-def update(call: MetaCall, body: KnowledgeUpdate) -> Any:
+def update(call: GuardedCall, body: KnowledgeUpdate) -> Any:
     changes = {k: v for k, v in body.fields().items() if k not in ("knowledge_id", "team_id")}
     return call.meta.knowledge.update(call.caller, body.knowledge_id, changes, body.team_id)
 
 
-def delete(call: MetaCall, body: KnowledgeDelete) -> Any:
+def delete(call: GuardedCall, body: KnowledgeDelete) -> Any:
     return call.meta.knowledge.delete(call.caller, body.knowledge_ids, body.team_id)
 
 
-def list_entries(call: MetaCall, body: KnowledgeList) -> Any:
+def list_entries(call: GuardedCall, body: KnowledgeList) -> Any:
     return call.meta.knowledge.list(
         call.caller,
         body.team_id,
@@ -38,15 +38,15 @@ def list_entries(call: MetaCall, body: KnowledgeList) -> Any:
 
 
 ROUTES = [
-    MetaRoute("create", KnowledgeCreate, create, Guard.DATA, summary="Register a knowledge base (idempotent)"),
-    MetaRoute("get", KnowledgeGet, get, Guard.DATA, summary="Get a registered knowledge base"),
-    MetaRoute("update", KnowledgeUpdate, update, Guard.DATA, summary="Update a registration"),
-    MetaRoute("delete", KnowledgeDelete, delete, Guard.DATA, summary="Unregister knowledge bases"),
-    MetaRoute("list", KnowledgeList, list_entries, Guard.DATA, summary="A team's knowledge bases"),
+    GuardedRoute("create", KnowledgeCreate, create, Guard.DATA, summary="Register a knowledge base (idempotent)"),
+    GuardedRoute("get", KnowledgeGet, get, Guard.DATA, summary="Get a registered knowledge base"),
+    GuardedRoute("update", KnowledgeUpdate, update, Guard.DATA, summary="Update a registration"),
+    GuardedRoute("delete", KnowledgeDelete, delete, Guard.DATA, summary="Unregister knowledge bases"),
+    GuardedRoute("list", KnowledgeList, list_entries, Guard.DATA, summary="A team's knowledge bases"),
 ]
 
 
-def tools_block(call: MetaCall, body: ToolsBlock) -> Any:
+def tools_block(call: GuardedCall, body: ToolsBlock) -> Any:
     assert call.knowledge is not None
     telemetry = {"x-conversation-id": body.conversation_id or "", "x-tdai-agent-source": body.agent_source or ""}
     return call.knowledge.offer.block(
@@ -60,7 +60,7 @@ def tools_block(call: MetaCall, body: ToolsBlock) -> Any:
 
 
 OFFER_ROUTES = [
-    MetaRoute(
+    GuardedRoute(
         "tools-block", ToolsBlock, tools_block, Guard.DATA, summary="The <knowledge_tools> prompt block for an agent"
     ),
 ]

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from memhub.api.guarded import Guard, GuardedCall, GuardedRoute
 from memhub.api.knowledge_schemas import ToolsCall, ToolsList
-from memhub.api.metaplane import Guard, MetaCall, MetaRoute
 
 
-def list_tools(call: MetaCall, body: ToolsList) -> Any:
+def list_tools(call: GuardedCall, body: ToolsList) -> Any:
     assert call.knowledge is not None
     return call.knowledge.tools.list(call.caller, body.knowledge_id, body.language)
 
 
-def call_tool(call: MetaCall, body: ToolsCall) -> Any:
+def call_tool(call: GuardedCall, body: ToolsCall) -> Any:
     assert call.knowledge is not None
     return call.knowledge.tools.call(call.caller, body.knowledge_id, body.tool_name, body.params)
 
 
 ROUTES = [
-    MetaRoute("list", ToolsList, list_tools, Guard.TOOLS, summary="A knowledge resource's tools"),
-    MetaRoute("call", ToolsCall, call_tool, Guard.TOOLS, summary="Run one tool of a knowledge resource"),
+    GuardedRoute("list", ToolsList, list_tools, Guard.TOOLS, summary="A knowledge resource's tools"),
+    GuardedRoute("call", ToolsCall, call_tool, Guard.TOOLS, summary="Run one tool of a knowledge resource"),
 ]

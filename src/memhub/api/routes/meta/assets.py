@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memhub.api.guarded import GuardedCall, GuardedRoute
 from memhub.api.meta_schemas import (
     AclCheck,
     AclGrant,
@@ -20,32 +21,31 @@ from memhub.api.meta_schemas import (
     FixedAssetSet,
     FixedAssetSummary,
 )
-from memhub.api.metaplane import MetaCall, MetaRoute
 
 OK = {"ok": True}
 
 
-def create(call: MetaCall, body: AssetCreate) -> Any:
+def create(call: GuardedCall, body: AssetCreate) -> Any:
     return call.meta.assets.create(call.caller, body.fields())
 
 
-def get(call: MetaCall, body: AssetRef) -> Any:
+def get(call: GuardedCall, body: AssetRef) -> Any:
     return call.meta.assets.get(call.caller, body.asset_id)
 
 
-def update(call: MetaCall, body: AssetUpdate) -> Any:
+def update(call: GuardedCall, body: AssetUpdate) -> Any:
     return call.meta.assets.update(call.caller, body.asset_id, body.fields())
 
 
-def delete(call: MetaCall, body: AssetDelete) -> Any:
+def delete(call: GuardedCall, body: AssetDelete) -> Any:
     return call.meta.assets.delete(call.caller, body.asset_ids)
 
 
-def list_assets(call: MetaCall, body: AssetList) -> Any:
+def list_assets(call: GuardedCall, body: AssetList) -> Any:
     return call.meta.assets.list(call.caller, body.team_id, body.fields(), body.page())
 
 
-def list_accessible(call: MetaCall, body: AssetListAccessible) -> Any:
+def list_accessible(call: GuardedCall, body: AssetListAccessible) -> Any:
     user_id = call.meta.users.resolve(call.caller.service_id, body.user_id, body.user_key)
     return call.meta.assets.list_accessible(
         call.caller,
@@ -59,21 +59,21 @@ def list_accessible(call: MetaCall, body: AssetListAccessible) -> Any:
     )
 
 
-def touch_usage(call: MetaCall, body: AssetRef) -> Any:
+def touch_usage(call: GuardedCall, body: AssetRef) -> Any:
     call.meta.assets.touch_usage(call.caller, body.asset_id)
     return OK
 
 
-def fixed_set(call: MetaCall, body: FixedAssetSet) -> Any:
+def fixed_set(call: GuardedCall, body: FixedAssetSet) -> Any:
     call.meta.assets.set_fixed_assets(call.caller, body.agent_id, [b.fields() for b in body.bindings])
     return OK
 
 
-def fixed_list(call: MetaCall, body: FixedAssetList) -> Any:
+def fixed_list(call: GuardedCall, body: FixedAssetList) -> Any:
     return call.meta.assets.list_fixed_assets(call.caller, body.agent_id, body.page())
 
 
-def fixed_detail(call: MetaCall, body: FixedAssetDetail) -> Any:
+def fixed_detail(call: GuardedCall, body: FixedAssetDetail) -> Any:
     return call.meta.assets.list_fixed_assets_with_detail(
         call.caller,
         body.agent_id,
@@ -84,11 +84,11 @@ def fixed_detail(call: MetaCall, body: FixedAssetDetail) -> Any:
     )
 
 
-def fixed_summary(call: MetaCall, body: FixedAssetSummary) -> Any:
+def fixed_summary(call: GuardedCall, body: FixedAssetSummary) -> Any:
     return call.meta.assets.summary_by_agents(call.caller, body.agent_ids, body.asset_id)
 
 
-def acl_grant(call: MetaCall, body: AclGrant) -> Any:
+def acl_grant(call: GuardedCall, body: AclGrant) -> Any:
     granted_by = call.meta.users.resolve(call.caller.service_id, body.granted_by, body.granted_by_key)
     return call.meta.assets.grant_acl(
         call.caller,
@@ -101,34 +101,34 @@ def acl_grant(call: MetaCall, body: AclGrant) -> Any:
     )
 
 
-def acl_revoke(call: MetaCall, body: AclRef) -> Any:
+def acl_revoke(call: GuardedCall, body: AclRef) -> Any:
     call.meta.assets.revoke_acl(call.caller, body.id)
     return OK
 
 
-def acl_list(call: MetaCall, body: AclList) -> Any:
+def acl_list(call: GuardedCall, body: AclList) -> Any:
     return call.meta.assets.list_acl(call.caller, body.asset_id, body.page())
 
 
-def acl_check(call: MetaCall, body: AclCheck) -> Any:
+def acl_check(call: GuardedCall, body: AclCheck) -> Any:
     user_id = call.meta.users.resolve(call.caller.service_id, body.user_id, body.user_key)
     return call.meta.assets.check_acl(call.caller, user_id, body.asset_id, body.action, body.agent_id)
 
 
 ROUTES = [
-    MetaRoute("asset/create", AssetCreate, create, summary="Register an asset (the caller owns it)"),
-    MetaRoute("asset/get", AssetRef, get, summary="Get an asset the caller may read"),
-    MetaRoute("asset/update", AssetUpdate, update, summary="Update an asset (owner)"),
-    MetaRoute("asset/delete", AssetDelete, delete, summary="Delete assets (owner)"),
-    MetaRoute("asset/list", AssetList, list_assets, summary="A team's assets the caller may read"),
-    MetaRoute("asset/list-accessible", AssetListAccessible, list_accessible, summary="Assets a user may act on"),
-    MetaRoute("asset/touch-usage", AssetRef, touch_usage, summary="Count a use of an asset"),
-    MetaRoute("agent-fixed-asset/set", FixedAssetSet, fixed_set, summary="Replace an agent's bound assets"),
-    MetaRoute("agent-fixed-asset/list", FixedAssetList, fixed_list, summary="An agent's bindings"),
-    MetaRoute("agent-fixed-asset/list-with-detail", FixedAssetDetail, fixed_detail, summary="Bindings with assets"),
-    MetaRoute("agent-fixed-asset/summary-by-agents", FixedAssetSummary, fixed_summary, summary="Binding counts"),
-    MetaRoute("acl/grant", AclGrant, acl_grant, summary="Grant a permission on an asset"),
-    MetaRoute("acl/revoke", AclRef, acl_revoke, summary="Revoke an ACL entry"),
-    MetaRoute("acl/list", AclList, acl_list, summary="ACL entries of an asset"),
-    MetaRoute("acl/check", AclCheck, acl_check, summary="May this user do this to this asset"),
+    GuardedRoute("asset/create", AssetCreate, create, summary="Register an asset (the caller owns it)"),
+    GuardedRoute("asset/get", AssetRef, get, summary="Get an asset the caller may read"),
+    GuardedRoute("asset/update", AssetUpdate, update, summary="Update an asset (owner)"),
+    GuardedRoute("asset/delete", AssetDelete, delete, summary="Delete assets (owner)"),
+    GuardedRoute("asset/list", AssetList, list_assets, summary="A team's assets the caller may read"),
+    GuardedRoute("asset/list-accessible", AssetListAccessible, list_accessible, summary="Assets a user may act on"),
+    GuardedRoute("asset/touch-usage", AssetRef, touch_usage, summary="Count a use of an asset"),
+    GuardedRoute("agent-fixed-asset/set", FixedAssetSet, fixed_set, summary="Replace an agent's bound assets"),
+    GuardedRoute("agent-fixed-asset/list", FixedAssetList, fixed_list, summary="An agent's bindings"),
+    GuardedRoute("agent-fixed-asset/list-with-detail", FixedAssetDetail, fixed_detail, summary="Bindings with assets"),
+    GuardedRoute("agent-fixed-asset/summary-by-agents", FixedAssetSummary, fixed_summary, summary="Binding counts"),
+    GuardedRoute("acl/grant", AclGrant, acl_grant, summary="Grant a permission on an asset"),
+    GuardedRoute("acl/revoke", AclRef, acl_revoke, summary="Revoke an ACL entry"),
+    GuardedRoute("acl/list", AclList, acl_list, summary="ACL entries of an asset"),
+    GuardedRoute("acl/check", AclCheck, acl_check, summary="May this user do this to this asset"),
 ]

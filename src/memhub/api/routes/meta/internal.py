@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from memhub.api.auth import MAX_SERVICE_ID_CHARS, valid_service_id
+from memhub.api.guarded import Guard, GuardedCall, GuardedRoute
 from memhub.api.meta_schemas import InitAdmin, ListByInstance
-from memhub.api.metaplane import Guard, MetaCall, MetaRoute
 from memhub.meta.errors import MetaError
 
 
-def _instance(call: MetaCall, body_instance: str | None) -> str:
+def _instance(call: GuardedCall, body_instance: str | None) -> str:
     # The original takes the instance from the header, else from the body.
     instance = call.caller.service_id or (body_instance or "").strip()
     if not instance:
@@ -21,15 +21,15 @@ def _instance(call: MetaCall, body_instance: str | None) -> str:
     return instance
 
 
-def init_admin(call: MetaCall, body: InitAdmin) -> Any:
+def init_admin(call: GuardedCall, body: InitAdmin) -> Any:
     return call.meta.init_admin(_instance(call, body.instance_id), body.username, body.user_key, call.caller.request_id)
 
 
-def list_by_instance(call: MetaCall, body: ListByInstance) -> Any:
+def list_by_instance(call: GuardedCall, body: ListByInstance) -> Any:
     return call.meta.users.list_by_instance(_instance(call, body.instance_id), body.fields(), body.page())
 
 
 ROUTES = [
-    MetaRoute("user/init-admin", InitAdmin, init_admin, Guard.GATEWAY, summary="Create the first system admin"),
-    MetaRoute("user/list-by-instance", ListByInstance, list_by_instance, Guard.GATEWAY, summary="All users"),
+    GuardedRoute("user/init-admin", InitAdmin, init_admin, Guard.GATEWAY, summary="Create the first system admin"),
+    GuardedRoute("user/list-by-instance", ListByInstance, list_by_instance, Guard.GATEWAY, summary="All users"),
 ]

@@ -1,8 +1,10 @@
-"""How a management-plane route runs: authenticate, read, validate, call one service function, wrap.
+"""How a guarded route runs: authenticate by its `Guard`, read, validate, call one service function, wrap.
 
-Three families share this: `/v3/meta/*` (a user key is required, except on auth/verify),
-`/v3/internal/meta/*` (the gateway key only) and `/v3/knowledge/*` (data-plane authentication:
-the gateway key, or a user key that must belong to the team concerned).
+A guarded route names what it acts on in its body (a team, a wiki, a code graph, an agent) instead of carrying
+the data plane's isolation fields, and its `Guard` says which credentials it needs. The management plane
+(`/v3/meta/*`: a user key, except on auth/verify; `/v3/internal/meta/*`: the gateway key only) runs this way,
+and so do the knowledge routes (`/v3/knowledge/*`, `/v3/wiki/*`, `/v3/code-graph/*`, `/v3/tools/*`), the
+runtime context (`/v3/context/*`) and chat-memory clearing, which authenticate as the data plane does.
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ class Guard(Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class MetaCall:
-    """What a management handler may use."""
+class GuardedCall:
+    """What a guarded handler may use."""
 
     request: Request
     caller: Caller
@@ -53,7 +55,7 @@ class MetaCall:
     knowledge: KnowledgeServices | None = None
 
 
-MetaHandler = Callable[[MetaCall, Any], Any]
+GuardedHandler = Callable[[GuardedCall, Any], Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +67,12 @@ class Reply:
 
 
 @dataclass(frozen=True, slots=True)
-class MetaRoute:
+class GuardedRoute:
     """One management operation, mounted at `<prefix>/<path>`."""
 
     path: str
     model: type[MetaBody]
-    handler: MetaHandler
+    handler: GuardedHandler
     guard: Guard = Guard.USER
     summary: str = ""
     max_body_bytes: int | None = None  # None: the plane's limit
@@ -87,8 +89,8 @@ def _adopt_inbound_request_id(request: Request) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class MetaPlane:
-    """What every management endpoint shares."""
+class GuardedPlane:
+    """What every guarded endpoint shares."""
 
     auth: Authenticator
     meta: MetaServices
@@ -96,7 +98,7 @@ class MetaPlane:
     knowledge: KnowledgeServices | None = None
     body_read_timeout: float | None = None
 
-    async def _caller(self, route: MetaRoute, request: Request) -> Caller:
+    async def _caller(self, route: GuardedRoute, request: Request) -> Caller:
         rid = request_id_of(request)
         if route.guard is Guard.USER:
             return await self.auth.meta_caller(request, rid)
@@ -109,14 +111,14 @@ class MetaPlane:
         self.auth.check_gateway(request)
         return Caller(request.headers.get("x-tdai-service-id", "").strip(), request_id=rid)
 
-    def endpoint(self, route: MetaRoute, *, adopt_request_id: bool) -> Callable[[Request], Any]:
+    def endpoint(self, route: GuardedRoute, *, adopt_request_id: bool) -> Callable[[Request], Any]:
         async def run(request: Request) -> Response:
             if adopt_request_id:
                 _adopt_inbound_request_id(request)
             caller = await self._caller(route, request)
             raw = await read_json_object(request, route.max_body_bytes or self.max_body_bytes, self.body_read_timeout)
             body = parse_model(route.model, raw)
-            data = await run_in_threadpool(route.handler, MetaCall(request, caller, self.meta, self.knowledge), body)
+            data = await run_in_threadpool(route.handler, GuardedCall(request, caller, self.meta, self.knowledge), body)
             if isinstance(data, Reply):
                 return ok(request, data.data, status=data.status)
             return ok(request, data)
@@ -124,7 +126,7 @@ class MetaPlane:
         run.__name__ = route.path.replace("/", "_").replace("-", "_")
         return run
 
-    def mount(self, app: FastAPI, prefix: str, routes: Sequence[MetaRoute], *, tag: str) -> None:
+    def mount(self, app: FastAPI, prefix: str, routes: Sequence[GuardedRoute], *, tag: str) -> None:
         """Register each route under the prefix."""
         for route in routes:
             endpoint = self.endpoint(route, adopt_request_id=prefix.startswith(("/v3/meta", "/v3/internal/")))
