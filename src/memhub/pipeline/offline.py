@@ -41,7 +41,7 @@ from memhub.pipeline.quality import looks_like_prompt_injection, sanitize, shoul
 from memhub.pipeline.types import Candidate, Decision, Neighbour, PromptMode, SourceMessage
 from memhub.retrieval.tokenize import CJK_RUN, STEMMER, WORD
 
-MAX_CANDIDATES = 20  # spec §3.3 `maxMemoriesPerSession` default
+MAX_CANDIDATES = 20  # the original's `maxMemoriesPerSession` default
 MAX_SCENE_NAME = 50
 
 _CHAT_FAMILIES = frozenset({PREFERENCE, IDENTITY, EVENT, INSTRUCTION})
