@@ -155,7 +155,7 @@ def render_resource_tag(resource: KnowledgeResource) -> str:
 
 
 def _header_lines(headers: Mapping[str, str]) -> tuple[str, list[str]]:
-    """The service id and the `-H` lines: service id first, then the telemetry headers present, spec order."""
+    """The service id and the `-H` lines: service id first, then the telemetry headers present, the original's order."""
     by_name = {k.strip().lower(): v for k, v in headers.items() if isinstance(v, str)}
     service_id = (by_name.get(SERVICE_ID_HEADER) or "").strip()
     if not _SERVICE_ID_RE.match(service_id):

@@ -28,7 +28,7 @@ _QUESTION_MARKS_ONLY = re.compile(r"^[?？\s]+$")
 
 
 def should_extract(text: str) -> bool:
-    """Spec `shouldExtractL1`: `should_capture`, and not 1–5 bare symbols or only question marks."""
+    """The original's `shouldExtractL1`: `should_capture`, and not 1–5 bare symbols or only question marks."""
     if not should_capture(text):
         return False
     stripped = text.strip()

@@ -136,7 +136,7 @@ def is_framework_noise(text: str) -> bool:
 
 
 def should_capture_l0(text: str) -> bool:
-    """Spec `shouldCaptureL0`: False for empty/whitespace text, framework noise and slash commands."""
+    """The original's `shouldCaptureL0`: False for empty/whitespace text, framework noise and slash commands."""
     trimmed = _js_trim(text)
     # The original tests the untrimmed text for "/"; an indented slash command is still a command.
     return bool(trimmed) and not is_framework_noise(trimmed) and not trimmed.startswith("/")
