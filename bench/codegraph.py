@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Code-Graph benchmark (issue 7): call-edge accuracy on hand-written ground truth, index speed, incremental
+"""Code-Graph benchmark: call-edge accuracy on hand-written ground truth, index speed, incremental
 re-index time and query latency on a real repository (this interpreter's standard library).
 
 (a) accuracy: every `tests/knowledge/codegraph/fixtures/*_expected.json` lists, per project, every call edge
@@ -14,7 +14,7 @@ re-index time and query latency on a real repository (this interpreter's standar
     language, extracted at doubling depths: CPU seconds and tree-node visits (`syntax.WORK`) should double
     with the depth, not quadruple. A file past the per-file limits is skipped, with the reason shown.
 
-Aims (issue 7): precision ≥ 0.97, recall ≥ 0.80 (Python) / ≥ 0.70 (TS/JS); ≥ 100k LOC/s; incremental < 1 s;
+Aims: precision ≥ 0.97, recall ≥ 0.80 (Python) / ≥ 0.70 (TS/JS); ≥ 100k LOC/s; incremental < 1 s;
 queries p95 ≤ 20 ms; deep nesting: linear (a 60 KB Python file of nested calls took 41 s when it was not).
 
 Prints Markdown tables and writes JSON to bench/results/codegraph.json (codegraph_deep.json with --deep).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Memory-pipeline benchmark (issue 5): L0 → L1 throughput and queue latency offline, LLM cost with a scripted LLM.
+"""Memory-pipeline benchmark: L0 → L1 throughput and queue latency offline, LLM cost with a scripted LLM.
 
 (a) offline, end to end over HTTP against `memhub serve` (no LLM: the rule-based extractor): --messages
     realistic chat lines (English and Chinese; preferences, identity, plans, instructions, chit-chat; user and
@@ -21,7 +21,7 @@
     extraction calls per 10 messages. Tokens are estimated (4 Latin characters or 1 CJK character per token):
     FakeChat is not a tokenizer.
 
-Aims (issue 5): offline ≥ 500 messages/s; ≤ 1 extraction call per 10 messages.
+Aims: offline ≥ 500 messages/s; ≤ 1 extraction call per 10 messages.
 
 Prints a Markdown table and writes JSON to bench/results/pipeline.json.
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Recall benchmark (issue 8): the agent kit's recall end to end at 10k and 100k L1 memories, and capture.
+"""Recall benchmark: the agent kit's recall end to end at 10k and 100k L1 memories, and capture.
 
-Aim: warm recall p95 ≤ 30 ms at 100k L1 memories in one scope (the seed's recall budget is 200 ms).
+Aim: warm recall p95 ≤ 30 ms at 100k L1 memories in one scope (the original's recall budget is 200 ms).
 
 Data: bench/search.py's in-process loader fills one scope with N L1 memories (seeded chat-like texts,
 synthetic clustered vectors; see its docstring) before the server starts. `memhub serve` then runs on

@@ -18,7 +18,7 @@ class MemhubError(Exception):
 
     @property
     def http_status(self) -> int:
-        """HTTP status = envelope code when it is 400–599, else 200 (spec §2.3)."""
+        """HTTP status = envelope code when it is 400–599, else 200, as the original gateway maps them."""
         return self.code if 400 <= self.code < 600 else 200
 
 

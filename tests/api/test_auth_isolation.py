@@ -1,4 +1,5 @@
-"""Authentication (spec §2.2, secure by default) and isolation (spec §2.4) of the data plane."""
+"""Authentication (secure by default) and isolation (body, then `x-tdai-*-id` headers, then "default") of the
+data plane."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`POST /v3/context/compose` against golden files: the composed text and its structure, case by case (seed 001).
+"""`POST /v3/context/compose` against golden files: the composed text and its structure, case by case (docs/context.md).
 
 Every wiki is built by the real wiki service and every request goes through the real app (tests/context/kit.py).
 A failing comparison means the composed prompt changed: review it, then `MEMHUB_UPDATE_GOLDEN=1 pytest
@@ -48,7 +48,7 @@ def ids_of(data: dict[str, Any], kind: str) -> list[str]:
     return [s["id"] for s in data["sources"] if s["kind"] == kind]
 
 
-# -- help mode (§3.1) and built-in system agents (§3.3) ------------------------------------------------------------
+# -- help mode and built-in system agents ------------------------------------------------------------------------------
 def test_help_mode_puts_system_knowledge_into_the_user_side(world: World) -> None:
     data = world.compose(world.carol, {"query": "How do I create an API key?", "help_mode": True})
     assert (data["mode"], data["placement"]) == ("help", "user")
@@ -83,7 +83,7 @@ def test_a_built_in_system_agent_takes_the_help_path(world: World) -> None:
     assert ids_of(help_turn, "system")[0] == "teams/invite-members"
 
 
-# -- the workspace agent (§3.2, §5) -------------------------------------------------------------------------------
+# -- the workspace agent -----------------------------------------------------------------------------------------------
 def test_workspace_agent_gets_workspace_then_agent_knowledge_and_the_priority_sentence(world: World) -> None:
     data = world.compose(world.alice, world.agent_turn("What is the refund window for an enterprise customer?"))
     system = data["system"]
@@ -93,7 +93,7 @@ def test_workspace_agent_gets_workspace_then_agent_knowledge_and_the_priority_se
         "What is the refund window for an enterprise customer?",
     )
     assert PRIORITY["en"] in system
-    # §5 order: fixed notes, workspace, agent, (skills), recent conversation.
+    # The system part's order: fixed notes, workspace, agent, (skills), recent conversation.
     where = [at(system, key) for key in ("workspace", "agent", "conversation")]
     assert system.index(PRIORITY["en"]) < where[0] < where[1] < where[2]
     # The conflict: the handbook says 30 days, the agent's playbook overrides it for enterprise customers.
@@ -133,7 +133,7 @@ def test_every_section_in_the_order_of_section_5(world: World) -> None:
     check_golden(world, "all_sections", data)
 
 
-# -- caps and truncation (§4.2 step 5) ------------------------------------------------------------------------------
+# -- caps and truncation -----------------------------------------------------------------------------------------------
 def test_a_capped_block_ends_with_the_truncation_marker(world: World) -> None:
     data = world.compose(world.alice, world.agent_turn("How do I roll back a deploy?", caps={"workspace": 600}))
     workspace = section(data["system"], "workspace")
@@ -172,7 +172,7 @@ def test_the_default_caps(world: World) -> None:
     }
 
 
-# -- path-conditional loading (§4.2.1) ------------------------------------------------------------------------------
+# -- path-conditional loading ------------------------------------------------------------------------------------------
 def test_a_paths_entry_loads_when_a_path_of_the_turn_matches(world: World) -> None:
     data = world.compose(
         world.alice, world.agent_turn("How should I structure this component?", paths=["web/src/Button.tsx"])
@@ -201,7 +201,7 @@ def test_a_paths_entry_stays_out_without_a_matching_path(world: World) -> None:
     check_golden(world, "paths_miss", miss)
 
 
-# -- the standards library (§2) ----------------------------------------------------------------------------------
+# -- the standards library ---------------------------------------------------------------------------------------------
 def test_only_published_standards_in_force_are_injected(world: World) -> None:
     data = world.compose(world.alice, world.agent_turn("What are the password rules?"))
     states = {c["number"]: (c["state"], c["injected"]) for c in data["standards"]}
@@ -233,7 +233,7 @@ def test_a_standard_is_matched_by_its_number(world: World) -> None:
     assert ids_of(draft, "standard") == [] and "passkeys only" not in draft["system"]
 
 
-# -- the retrieval decision (§1, §4.2) ------------------------------------------------------------------------------
+# -- the retrieval decision --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("case", "query", "extra", "reason"),
     [
@@ -256,7 +256,7 @@ def test_a_data_question_names_its_data_source_without_the_flag(world: World) ->
     assert how_to["retrieval"]["decision"] == "retrieve" and "payments/refunds" in ids_of(how_to, "workspace")
 
 
-# -- the recent conversation excerpt (§3.2 item 4) --------------------------------------------------------------
+# -- the recent conversation excerpt -----------------------------------------------------------------------------------
 def test_the_conversation_excerpt_is_the_capped_tail(world: World) -> None:
     data = world.compose(
         world.alice, world.agent_turn("What did we discuss about invoices?", session_id=corpus.LONG_SESSION)
@@ -306,7 +306,7 @@ def test_a_conversation_cannot_break_out_of_its_fence(world: World) -> None:
     check_golden(world, "untrusted_conversation", data)
 
 
-# -- <knowledge_tools> and capability flags ---------------------------------------------------------------------
+# -- <knowledge_tools> and capability flags ----------------------------------------------------------------------------
 def test_knowledge_tools_follow_the_capability_flags(world: World) -> None:
     on = world.compose(world.alice, world.agent_turn("Reply tone?"))
     # The agent has a knowledge binding, so it is offered exactly that wiki.
@@ -335,7 +335,7 @@ def test_without_an_agent_the_turn_is_plain(world: World) -> None:
     check_golden(world, "plain_team", data)
 
 
-# -- who gets what ---------------------------------------------------------------------------------------------------
+# -- who gets what -----------------------------------------------------------------------------------------------------
 def test_a_caller_gets_nothing_from_a_wiki_they_may_not_read(world: World) -> None:
     refused = world.fails(world.bob, world.agent_turn("What is the refund window?"), 403)
     assert refused["message"] == "team_id: not a team this user is an active member of"

@@ -538,7 +538,7 @@ def test_byte_stable_for_the_same_inputs() -> None:
 
 
 def test_size_stays_near_the_spec_budget() -> None:
-    # Spec §1.6: ~2 KB static + ~50 per header line ×2 + ~250 per resource; English runs longer than Chinese.
+    # The original's size: ~2 KB static + ~50 per header line ×2 + ~250 per resource; English runs longer than Chinese.
     assert len(render([WIKI, CG_SCP], headers={**SID, **ALL_TELEMETRY}, language="zh")) < 3_600
     assert len(render([WIKI, CG_SCP], headers={**SID, **ALL_TELEMETRY})) < 6_000
 

@@ -1,4 +1,4 @@
-"""`POST /v3/knowledge/tools-block` over HTTP (spec knowledge-and-proxy §1.6, §3) and the done-when walk.
+"""`POST /v3/knowledge/tools-block` over HTTP and the done-when walk.
 
 A wiki is offered once its first build made it ready (the build registers it); the block carries one
 `<knowledge type="wiki" …/>` tag per resource, curl recipes with the tenant and telemetry headers, and never a
@@ -221,7 +221,7 @@ def test_telemetry_headers_when_given(crew: Crew) -> None:
             "x-tdai-agent-source": "claude-code",
         }
     )
-    # In the spec's order: service id first, then the telemetry headers.
+    # In the original's order: service id first, then the telemetry headers.
     lines = [line for line in block["text"].splitlines() if line.startswith("  -H 'x-")]
     assert lines[:6] == [
         f"  -H 'x-tdai-service-id: {SERVICE}' \\",

@@ -1,4 +1,4 @@
-"""`/v3/tools/list` and `/v3/tools/call` over HTTP (spec knowledge-and-proxy §2.1, §2.2): every wiki tool on a
+"""`/v3/tools/list` and `/v3/tools/call` over HTTP (the reference knowledge service's contract): every wiki tool on a
 built wiki with its exact result shape, param validation, the check order (id format 400 → resource 404 →
 tool 403 → params 400), tool-level failures (`code: 0`, `data.isError`), stale reads, and who may call.
 """

@@ -1,4 +1,4 @@
-"""The wiki management routes `/v3/wiki/*` through the real HTTP app (spec knowledge-and-proxy §2.1, §2.3, §2.4).
+"""The wiki management routes `/v3/wiki/*` through the real HTTP app (the reference's routes and shapes).
 
 Each test gets its own gateway over a temporary data dir (builds run on the service's background
 pool, so every async build is waited for before asserting and again at teardown). Read-only tests

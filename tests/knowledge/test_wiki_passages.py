@@ -1,4 +1,5 @@
-"""Passages and the capped knowledge block (seed 001 §4.2 steps 4–5) on the fixture articles."""
+"""Passages and the capped knowledge block (the last two steps of the retrieval walk) on the fixture
+articles."""
 
 from __future__ import annotations
 

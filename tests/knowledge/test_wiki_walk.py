@@ -1,4 +1,4 @@
-"""Golden tests of the retrieval walk (seed 001 §4.2) on the fixture knowledge tree."""
+"""Golden tests of the retrieval walk (question → themes → documents) on the fixture knowledge tree."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ TEAM = "team-wiki"
 OTHER_TEAM = "team-other"
 FIXTURE_WIKI = Path(__file__).parent / "fixtures" / "wiki"
 WIKI_ID = r"^wiki-[0-9a-z]{8}$"
-# WikiDetail (spec knowledge-and-proxy §2.4) plus memhub's additions.
+# The reference's WikiDetail plus memhub's additions.
 DETAIL_FIELDS = {
     "wiki_id",
     "team_id",

@@ -1,6 +1,6 @@
 """The management plane's response shapes, id formats and shared refusal messages, for every tests/meta module.
 
-Field sets are written from the spec (gateway-v3 §2.7, digest §2) and not imported from src. Test
+Field sets are written from the original's `/v3/meta/*` response shapes and not imported from src. Test
 modules compare them exactly (`set(data) == X`) or as the fields a caller reads (test_sdk_shapes).
 """
 

@@ -1,5 +1,5 @@
-"""Agents, tasks, task-agent links and the participation log on /v3/meta (spec §2.7; digest §2 AGENT, TASK,
-TASK-AGENT, PARTICIPATION-LOG).
+"""Agents, tasks, task-agent links and the participation log on /v3/meta (the original's agent/*,
+task/*, task-agent/* and participation-log/* routes).
 
 memhub hardening asserted here: agent/get and task/get answer `<kind>_not_found` to callers who may
 not see the entity; agent/list and task/list show only what the caller may see; every agent has its

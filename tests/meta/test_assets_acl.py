@@ -1,6 +1,6 @@
 """asset/*, agent-fixed-asset/* and acl/* through the real HTTP app (a live server, one service id per test).
 
-Rules from the spec (§2.7, digest §2 ASSET / AGENT-FIXED-ASSET / ACL, §3) and memhub's hardening:
+Rules of the original (asset/*, agent-fixed-asset/*, acl/*, the permission-checker) and memhub's hardening:
 asset/get and asset/list show only what the caller may read; bindability (team/agent: same team;
 private: same owner and team; task/restricted: never) guards agent-fixed-asset/set; ACL grants are
 the owner's, upserted by (asset, subject type, subject id, permission). Every refusal is checked

@@ -1,9 +1,9 @@
 """config/user/get|set, instance-quota/get and the knowledge registry (/v3/knowledge/*), over a live server.
 
-Config (digest §4): module `asset_type` holds four switches (`<type>.enabled`, default "1"); a user
+Config: module `asset_type` holds four switches (`<type>.enabled`, default "1"); a user
 reads and sets only their own values (no system-admin bypass); unknown_module / invalid_param_key /
 invalid_param_scope (the global-only quota module) / invalid_param_value ("0"/"1" only) → 400, and
-a set is all-or-nothing. Knowledge (spec §2.6, digest §5): data-plane authentication; a user-key
+a set is all-or-nothing. Knowledge (`/v3/knowledge/*`): data-plane authentication; a user-key
 caller must be an active member of the team concerned; create is an idempotent upsert; only an entry's
 owner or an admin of its team changes or deletes it; a service_url must be on this gateway's public
 origin or an allow-listed one (every teammate's agent is told to send its key there).

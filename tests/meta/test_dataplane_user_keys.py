@@ -1,4 +1,5 @@
-"""Data-plane authorization with user keys (spec §11.1 closed by memhub), over a live server.
+"""Data-plane authorization with user keys (the original trusts whatever ids a request names;
+memhub checks them), over a live server.
 
 A request carrying a user key (`x-tdai-user-key` with the gateway Bearer, or the user key as the
 Bearer) must name a team its user is an active member of, an agent of that team the user may see

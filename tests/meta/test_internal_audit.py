@@ -1,8 +1,8 @@
 """The internal routes (`/v3/internal/meta/*`), the management audit log and request-id adoption.
 
-init-admin and list-by-instance open with the gateway key only (spec §2.2 "internal"); audit/list is
-a memhub addition for system admins: one append-only entry per management action, written in the
-same transaction, carrying the request id the caller saw.
+init-admin and list-by-instance open with the gateway key only (the original's "internal" authentication
+layer); audit/list is a memhub addition for system admins: one append-only entry per management action,
+written in the same transaction, carrying the request id the caller saw.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Bad input and bad credentials on the management plane: 400 naming the field, 401/400 for auth, nothing changed.
 
-Also: every one of the spec's 55 `/v3/meta/*` routes (plus memhub's audit/list and the two internal
+Also: every one of the original's 55 `/v3/meta/*` routes (plus memhub's audit/list and the two internal
 routes) is mounted and documented in the OpenAPI schema.
 """
 
@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import build_gateway
 from tests.meta.org import Org, table_snapshot
 
-# spec §2.7: 55 routes in 13 groups.
+# The original's management plane: 55 routes in 13 groups.
 SPEC_ROUTES = [
     "user/create",
     "user/create-with-key",

@@ -1,6 +1,6 @@
 """The asset permission matrix through the real HTTP app: acl/check, asset/get and list-accessible agree.
 
-Expected values come from `oracle()` below, written from the spec text (gateway-v3 §2.7, memhub
+Expected values come from `oracle()` below, written from the original's rules (and memhub's
 decisions) and not imported from src:
 
 - missing or archived asset → deny `asset_not_available`; the owner → allow `owner`;
@@ -67,7 +67,7 @@ class World:
 
 # -- the oracle ------------------------------------------------------------------------------
 def oracle(world: World, asset: Asset, who: str, action: str, agent_id: str | None = None) -> tuple[bool, set[str]]:
-    """(allowed, acceptable reasons) for `who` doing `action` on `asset`, from the spec text."""
+    """(allowed, acceptable reasons) for `who` doing `action` on `asset`, from the original's rules."""
     if who == "other_service" or asset.status == "archived":
         return False, {"asset_not_available"}
     if who == asset.owner:

@@ -1,6 +1,6 @@
 """memhub.sdk's MetadataClient against a live server (uvicorn on a socket): request shapes and responses.
 
-The bodies must be exactly those of the TencentDB Python SDK (digest §6: fixed bodies, `_body`
+The bodies must be exactly those of the TencentDB Python SDK (fixed bodies, `_body`
 None-stripping, `pagination` merged into list bodies, `revoke_acl(acl_id)` → `{"id": …}`); a recording
 transport captures what went on the wire. One realistic scenario calls every one of the 59 methods
 (54 meta + 5 knowledge) at least once and checks the response fields the SDK's callers read.

@@ -1,4 +1,4 @@
-"""Teams and team members on /v3/meta (spec §2.7 team/*, team-member/*; digest §2 TEAM, TEAM-MEMBER).
+"""Teams and team members on /v3/meta (the original's team/* and team-member/* routes).
 
 memhub hardening asserted here: team/get answers `team_not_found` to non-members, team/list of
 another user is refused unless system admin, a new member gets a private `default-agent-<username>`,

@@ -1,4 +1,4 @@
-"""Users, user keys and auth/verify on /v3/meta (spec §2.2, §2.7; digest §2 USER, USER-KEY, AUTH).
+"""Users, user keys and auth/verify on /v3/meta (the original's user/*, user-key/* and auth/* routes).
 
 Every call goes through the real HTTP app over a real SQLite file. Each refusal asserts the
 envelope code, the HTTP status, the exact message and that no row changed (audit log included).

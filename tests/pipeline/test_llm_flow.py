@@ -432,7 +432,7 @@ def test_a_scene_plan_is_given_the_memories_changed_since_the_last_one(
     say(gw, u("Actually I moved to Munich last week."))
     gw.ok("/v2/pipeline/flush", {"session_id": "s1"})
     gw.pipeline.drain()
-    # Spec §3.4/§3.5: L2 reads the memories changed since its last run and integrates those; with nothing new it
+    # As in the original: L2 reads the memories changed since its last run and integrates those; with nothing new it
     # is skipped. Re-sending integrated memories as "new" asks the model to add them to the scenes again.
     plans = model.calls("scenes")[1:]
     given = [json.loads(data_block(first_user_text(p.body), "new_memories") or "[]") for p in plans]
@@ -775,5 +775,5 @@ def test_the_previous_scene_is_given_to_the_next_extraction(make: Callable[..., 
     gw.pipeline.drain()
     first, second = model.calls("extract")
     assert data_block(first_user_text(first.body), "previous_scene") == "(none)"
-    # Spec §3.3: the extractor's input includes the previous scene name, so a batch can continue its scene.
+    # As in the original: the extractor's input includes the previous scene name, so a batch can continue its scene.
     assert data_block(first_user_text(second.body), "previous_scene") == "AI helps the user plan a hiking trip"

@@ -1,4 +1,4 @@
-"""Quality gate, sanitize rules and prompt-injection flags (spec §3.3, §7.4)."""
+"""Quality gate, sanitize rules and prompt-injection flags, as the original gateway applies them."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_sanitize_rules(raw: str, clean: str) -> None:
 
 
 def test_sanitize_keeps_ordinary_json_and_client_only_blocks() -> None:
-    # Rule 9 only strips legacy session metadata; rule 5 is client-side only (spec §7.4).
+    # Rule 9 only strips legacy session metadata; rule 5 is client-side only, as in the original.
     text = '```json\n{"name": "x"}\n```'
     assert sanitize(text) == text
     guide = "<memory-tools-guide>use tools</memory-tools-guide>"

@@ -1,4 +1,4 @@
-"""The 17 sanitize rules, code-block stripping and the L0 capture filter (spec §7.4), as the original behaves."""
+"""The 17 sanitize rules, code-block stripping and the L0 capture filter, as the original behaves."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""From a framework's message list to capture's wire batches (spec §7.3): text, slicing, cursor, restore, limits."""
+"""From a framework's message list to capture's wire batches, as the original plugin captures: text, slicing,
+cursor, restore, limits."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The asset permission algorithm (spec §2.7) and bindability, as a hand-written decision table.
+"""The asset permission algorithm (the original's permission-checker) and bindability, as a hand-written decision table.
 
-Every expected value below was read off the spec text, not computed by the code under test:
+Every expected value below was written from the original's rules, not computed by the code under test:
 owner → allow; not an active member → deny; private → deny; restricted → non-admins need an ACL
 allow; task → non-read needs admin; role defaults admin={read,write,assign,share}, others={read};
 then an ACL allow; `deny` entries are never evaluated.

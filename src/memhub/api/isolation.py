@@ -1,4 +1,4 @@
-"""Isolation ids: body first, then `x-tdai-*-id` headers, then the default bucket (spec §2.4)."""
+"""Isolation ids: body first, then `x-tdai-*-id` headers, then the default bucket, as in the original."""
 
 from __future__ import annotations
 

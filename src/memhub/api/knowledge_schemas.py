@@ -1,7 +1,7 @@
 """Request bodies of the knowledge service: `/v3/wiki/*`, `/v3/code-graph/*`, `/v3/tools/*` and
 `/v3/knowledge/tools-block`.
 
-Fields follow the reference knowledge service (spec knowledge-and-proxy §2.2–2.3); memhub's additions
+Fields follow the reference knowledge service's tools and management routes; memhub's additions
 are marked. Unknown keys are ignored, as the reference's schemas strip them.
 """
 
@@ -146,12 +146,13 @@ class WikiSearch(WikiRef):
 
 
 class WikiRetrieve(WikiRef):
-    """memhub: seed 001 §4.2 retrieval — the capped knowledge block for one question."""
+    """memhub: the two-layer index retrieval walk — the capped knowledge block for one question."""
 
     question: Annotated[str, Field(min_length=1, max_length=8000)]
     paths: Annotated[list[PathText], Field(max_length=50)] = Field(default_factory=list)
     conversation: Literal["workspace", "agent", "help"] = "workspace"
-    # Off by default (seed 001): "bm25" adds the documents' full-text BM25 to the index scores.
+    # "bm25" adds the documents' full-text BM25 to the index scores; off by default, as the index alone is
+    # cheap and predictable.
     rescore: Literal["none", "bm25"] = "none"
 
 

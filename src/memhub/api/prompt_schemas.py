@@ -1,4 +1,4 @@
-"""Request bodies of /v3/memory-prompt/* and /v3/memory-generation-log/* (spec §2.6).
+"""Request bodies of /v3/memory-prompt/* and /v3/memory-generation-log/*.
 
 These are strict objects, as in the original: unknown keys are refused. The isolation ids of
 every data-plane body stay allowed; on these routes `team_id`/`agent_id` in the body also name

@@ -1,4 +1,4 @@
-"""The runtime-context composer (seed 001): what one agent turn is given besides its history.
+"""The runtime-context composer (docs/context.md): what one agent turn is given besides its history.
 
 `ContextComposer.compose(caller, isolation, ComposeRequest)` → `Composition`: the mode of the fork, the retrieval
 decision, the system part (fixed notes + 【Workspace knowledge】/【Agent knowledge】/【Standards in force】/

@@ -1,9 +1,10 @@
-"""The runtime-context composer: one turn's prompt material, as seed 001 assembles it (composeLLMRuntimeContext).
+"""The runtime-context composer: one turn's prompt material, assembled as the original agent platform's
+`composeLLMRuntimeContext` does it (docs/context.md).
 
 `ContextComposer.compose` takes the caller, the isolation ids the turn acts under and the request, and answers a
-`Composition`; it reads and never writes. The fork (§3), the retrieval decision (§1), the sources of each block
-(memhub.context.sources), the standards library (§2) and the layout under caps (§5) each live in their own module;
-this one authorizes the turn, puts them in order and renders the `<knowledge_tools>` block.
+`Composition`; it reads and never writes. The fork (help, system agent, workspace agent or plain), the retrieval
+decision, the sources of each block (memhub.context.sources), the standards library and the layout under caps each
+live in their own module; this one authorizes the turn, puts them in order and renders the `<knowledge_tools>` block.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ class ContextComposer:
         }
         return Capabilities(**flags)
 
-    # -- the help path (§3.1, §3.3) ----------------------------------------------------------------------
+    # -- the help path (help mode and built-in system agents) ---------------------------------------------
 
     def _help(
         self, caller: Caller, request: ComposeRequest, mode: Mode, retrieval: Retrieval, flags: Capabilities
@@ -133,7 +134,7 @@ class ContextComposer:
             warnings=assembled.warnings,
         )
 
-    # -- the workspace agent path (§3.2, §5) and the plain one ---------------------------------------------
+    # -- the workspace agent path and the plain one -------------------------------------------------------
 
     def _runtime(
         self,

@@ -1,11 +1,11 @@
-"""The fork of seed 001 §3 (which path a turn takes) and the retrieval decision of §1 / §4.2.
+"""The fork (which path a turn takes) and the retrieval decision (whether the turn retrieves knowledge).
 
 Modes:
 - `help`: the request sets `help_mode`; system knowledge only, assembled into the user-side content.
 - `system_agent`: a built-in system agent (memhub's meta has no `is_system` notion, so the request says so with
-  `system_agent`); the same help path as `help` (§3.3).
+  `system_agent`); the same help path as `help`.
 - `workspace_agent`: an agent in a selected workspace (team); runtime material goes into the system part.
-- `plain`: no agent, so no workspace or agent knowledge (§3 flowchart, branch E); fixed notes only.
+- `plain`: no agent, so no workspace or agent knowledge; fixed notes only.
 
 Knowledge retrieval is skipped for numbers / reports asked of a data connection and for look-ups of the
 conversation itself ("what did we discuss…", "刚才聊了什么"), so unrelated policy text stays out of the prompt.

@@ -1,4 +1,5 @@
-"""【Recent conversation memory excerpt】 (seed 001 §3.2 item 4): the tail of the L0 conversation, capped.
+"""【Recent conversation memory excerpt】 (the last block of a workspace agent's system part): the tail of the
+L0 conversation, capped.
 
 The tail is the session's when the turn names one, else the whole scope's (team, user, agent, task), newest
 last. Each message becomes one `role: text` line with its whitespace collapsed and our prompt tags escaped; lines

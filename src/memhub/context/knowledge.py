@@ -1,7 +1,7 @@
 """Knowledge blocks of a turn: the two-layer walk over each wiki of a block, merged, then capped passages.
 
-Each wiki is walked on its own (seed 001 §4.2: themes → documents, paths-conditional entries only with a matching
-path), then the hits of all the block's wikis compete for the block's article budget (3, as `BuildContext(top=3)`):
+Each wiki is walked on its own (themes → documents, paths-conditional entries only with a matching path), then
+the hits of all the block's wikis compete for the block's article budget (3, as the original's `BuildContext(top=3)`):
 higher index score first, then the wiki's order in the block. Standards are taken out of the walk: they have
 their own block, matched differently (memhub.context.standards), and must not mix with wiki / FAQ knowledge.
 """
@@ -38,7 +38,7 @@ class Pick:
 
 
 def guides_only(index: WikiIndex) -> WikiIndex:
-    """The index without standards (seed 001 §2: the standards library is not mixed into knowledge)."""
+    """The index without standards (the standards library is not mixed into knowledge)."""
     themes = tuple(replace(t, documents=tuple(d for d in t.documents if d.kind != STANDARD_KIND)) for t in index.themes)
     return WikiIndex(index.root, themes, tuple(d for d in index.documents if d.kind != STANDARD_KIND))
 

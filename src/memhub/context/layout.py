@@ -1,4 +1,4 @@
-"""Assembling composed text under caps: the system part of seed 001 §5 and the help user-side content of §3.1.
+"""Assembling composed text under caps: a workspace agent's system part and the help mode's user-side content.
 
 System part (workspace agent)::
 

@@ -16,8 +16,9 @@ Language = Literal["en", "zh"]
 SourceKind = Literal["workspace", "agent", "system", "standard", "skill", "conversation"]
 CAPABILITIES = ("llm_wiki", "code_graph", "skill", "chat_memory")
 
-# Seed 001 §4.2 step 5 (knowledge blocks), §3.1 (help ≈8,000), §3.2 (memory excerpt ≈2,000). The standards and
-# skill caps are memhub's: the seed names no number, and these keep one turn's system part near 24,000 characters.
+# The knowledge blocks (workspace ≈6,000, agent ≈8,000), the help content (≈8,000) and the memory excerpt (≈2,000)
+# are the original agent platform's caps. The standards and skill caps are memhub's (the original names no number),
+# and these keep one turn's system part near 24,000 characters.
 DEFAULT_CAPS: dict[str, int] = {
     "workspace": 6000,
     "agent": 8000,
@@ -58,7 +59,7 @@ class Caps:
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    """The asset capability flags in effect (spec knowledge-and-proxy §1.2); all on by default."""
+    """The asset capability flags in effect (the original's `asset_type` switches); all on by default."""
 
     llm_wiki: bool = True
     code_graph: bool = True
@@ -137,7 +138,8 @@ class StandardCheck:
 
 @dataclass(frozen=True, slots=True)
 class Retrieval:
-    """Whether this turn retrieves knowledge (seed 001 §1) and why; `paths` is the path context used."""
+    """Whether this turn retrieves knowledge (not for data questions or look-ups of the
+    conversation itself) and why; `paths` is the path context used."""
 
     decision: Literal["retrieve", "skip"]
     reason: str

@@ -1,6 +1,6 @@
 """【Skill notes related to this workspace】: where workspace skills plug into the composer.
 
-memhub has no skills service yet (`memhub.skills` is planned in DESIGN.md), so the composer asks a `SkillSource`
+memhub has no skills service yet (a `memhub.skills` package is planned), so the composer asks a `SkillSource`
 for the notes that match a turn and the default source has none. When the skills service lands it implements
 `SkillSource.notes` (skills of the team, matched to the question, the agent's own first) and is handed to
 `ContextComposer(skills=...)` in the app wiring; nothing else changes. No skill store is invented here.

@@ -1,13 +1,13 @@
-"""Which wikis feed which block of a turn: workspace, agent and system knowledge (seed 001 §2, §3).
+"""Which wikis feed which block of a turn: workspace, agent and system knowledge.
 
-memhub keeps every wiki in a team, so the seed's three layers map onto bindings:
+memhub keeps every wiki in a team, so the original agent platform's three knowledge layers map onto bindings:
 - agent knowledge: the team's wikis bound to the agent as `llm_wiki` fixed assets whose asset is usable
   (not archived, deprecated or failed) and bindable to that agent, in binding priority order;
 - workspace knowledge: the team's wikis that no agent has bound — a wiki bound to an agent is that agent's
   knowledge base, so one agent's specialised wiki never leaks into another agent's workspace block;
 - system (help) knowledge: the wikis of the reserved team `__system__` of the tenant. Only the gateway key can
   create wikis there (no user can be a member of a team that does not exist), and every caller of the tenant
-  may read them in help mode: they are the product's help documents, like the seed's `help/` tree.
+  may read them in help mode: they are the product's help documents, like the original's `help/` tree.
 
 A wiki that never built has nothing to serve; it is left out with a warning instead of failing the turn.
 """

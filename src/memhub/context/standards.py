@@ -1,4 +1,4 @@
-"""The standards library block (seed 001 §2): published standards in force at the request time, matched by
+"""The standards library block: published standards in force at the request time, matched by
 title / tags / document number; pending drafts never.
 
 The marker is a wiki Markdown page's front matter (docs/context.md):
@@ -151,7 +151,7 @@ def number_matches(number: str | None, question: str) -> bool:
 
 
 def _applies(doc: WikiDocument, paths: Sequence[str]) -> bool:
-    # Seed 001 §4.2.1: an entry with `paths` globs is a candidate only when a path of the turn matches one.
+    # Conditional loading: an entry with `paths` globs is a candidate only when a path of the turn matches one.
     return not doc.paths or any(glob_matches(g, p) for g in doc.paths for p in paths)
 
 

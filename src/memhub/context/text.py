@@ -62,7 +62,7 @@ _PROBING = {
     " first.",
     "zh": "追问：请求含糊或缺少必要细节时，先提一个简短的澄清问题。",
 }
-# Seed 001 §3.2, written into the system prompt of every workspace agent turn.
+# The original agent platform's priority rule, written into the system prompt of every workspace agent turn.
 PRIORITY = {
     "en": "Priority: if workspace knowledge and agent knowledge conflict, explicit overrides in agent knowledge win;"
     " otherwise workspace knowledge wins; if neither covers it, say you do not know.",
@@ -89,7 +89,7 @@ _HELP_NOTES = {
 
 def runtime_notes(language: Language, *, workspace_agent: bool, standards: bool = False) -> str:
     """The fixed notes opening the system part: role, tools, honesty, probing; a workspace agent's also say what
-    the material is and the priority rule (seed 001 §3.2), and how to treat standards when any were found."""
+    the material is and the priority rule, and how to treat standards when any were found."""
     lines = [_ROLE[language]]
     if workspace_agent:
         lines.append(_MATERIAL[language])

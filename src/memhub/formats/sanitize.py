@@ -1,7 +1,8 @@
 """Text hygiene for capture: the 17 ordered sanitize rules, code-block stripping and the L0 capture filter.
 
-Spec §7.4. The client (`sanitize_text`) applies all 17 rules; the gateway (`sanitize_server_text`, used by
-`memhub.pipeline.quality`) applies the same table without rule 5, so the rules exist once in the codebase.
+The original's sanitize rules. The client (`sanitize_text`) applies all 17 rules; the gateway
+(`sanitize_server_text`, used by `memhub.pipeline.quality`) applies the same table without rule 5, so the rules
+exist once in the codebase.
 
 The patterns reproduce the original TypeScript regexes' behaviour, JavaScript quirks included, because
 wire-compatible clients and this gateway must clean text identically: `\\s` and `trim()` use JavaScript's
@@ -81,7 +82,7 @@ SANITIZE_RULES: tuple[SanitizeRule, ...] = (
     ),
     # 9: older frameworks sent session metadata as a bare json fence. The original's pattern could run across
     # fences and delete the user's text between an ordinary json block and a later session block; this one
-    # stays inside one fence (a known defect fixed, DESIGN.md §1).
+    # stays inside one fence (a known defect of the original, fixed here).
     _rule(9, "legacy-session-json", rf"```json{_S}*\{{(?:(?!```)[\s\S])*?\"session(?:(?!```)[\s\S])*?\}}{_S}*```"),
     _rule(10, "reply-directive", rf"\[\[reply_to[^\]]*\]\]{_S}*"),
     _rule(11, "skill-wrapper", r"¥¥\[[\s\S]*?\]¥¥"),
@@ -104,7 +105,7 @@ _SERVER_RULES = tuple(rule for rule in SANITIZE_RULES if not rule.client_only)
 
 
 def sanitize_text(text: str, *, server: bool = False) -> str:
-    """Spec §7.4 sanitize: all 17 rules in order (the client's), or without rule 5 when `server` is true."""
+    """The original's sanitize: all 17 rules in order (the client's), or without rule 5 when `server` is true."""
     for rule in _SERVER_RULES if server else SANITIZE_RULES:
         text = rule.apply(text)
     return text
@@ -135,7 +136,7 @@ def is_framework_noise(text: str) -> bool:
 
 
 def should_capture_l0(text: str) -> bool:
-    """Spec `shouldCaptureL0`: False for empty/whitespace text, framework noise and slash commands."""
+    """The original's `shouldCaptureL0`: False for empty/whitespace text, framework noise and slash commands."""
     trimmed = _js_trim(text)
     # The original tests the untrimmed text for "/"; an indented slash command is still a command.
     return bool(trimmed) and not is_framework_noise(trimmed) and not trimmed.startswith("/")

@@ -1,4 +1,4 @@
-"""Which knowledge resources to offer an agent, rendered as the `<knowledge_tools>` block (spec §1.6, §3).
+"""Which knowledge resources to offer an agent, rendered as the `<knowledge_tools>` block.
 
 Resources: an agent's bound knowledge assets (`llm_wiki` / `code_graph` fixed assets that are not
 archived, deprecated or failed) when the agent has any, otherwise every registered resource of the

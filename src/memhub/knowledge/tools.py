@@ -1,10 +1,10 @@
-"""The agent-facing tool catalogue of `/v3/tools/list` and `/v3/tools/call` (spec knowledge-and-proxy §2.2).
+"""The agent-facing tool catalogue of `/v3/tools/list` and `/v3/tools/call`.
 
 Wiki resources expose the reference's 7 tools plus memhub's index tools (`list_themes`, `get_index`,
 `docs_for_paths`, `search_sources`); code-graph resources expose the reference's 9 tools plus memhub's
 structural ones (`definition`, `call_hierarchy`, `file_deps`, `refactor_scope`, `path`, `class_hierarchy`).
-Unlike the reference, `tools/call` params are validated for every tool (spec §7.2: code-graph params were
-passed through unchecked), so a bad call is a 400 with the offending field instead of undefined behaviour
+Unlike the reference, `tools/call` params are validated for every tool (the reference passed
+code-graph params through unchecked), so a bad call is a 400 with the offending field instead of undefined behaviour
 in the engine.
 """
 
@@ -31,7 +31,7 @@ class ToolParamError(BadRequest):
 
 
 class UnknownTool(Forbidden):
-    """`tools/call` named a tool the resource's kind does not have (HTTP 403, spec §2.2)."""
+    """`tools/call` named a tool the resource's kind does not have (HTTP 403, as in the reference)."""
 
     def __init__(self, tool_name: str, kind: str, resource_id: str) -> None:
         super().__init__(
@@ -290,7 +290,7 @@ CODE_GRAPH_TOOLS: tuple[ToolSpec, ...] = (
         includeMetadata=_p("boolean", "Include language and symbol counts.", "是否包含语言和符号数。", default=True),
         maxDepth=_p("integer", "Maximum directory depth (≥1).", "最大目录深度（≥1）。", minimum=1),
     ),
-    # memhub's structural tools (spec codegraph-and-wiki, "Recommended design for our Code-Graph").
+    # memhub's structural tools: definitions, call hierarchies, file dependencies, refactor scope, paths, classes.
     _t(
         "definition",
         "Where a symbol is defined: span, signature, docstring and source.",
@@ -372,7 +372,7 @@ def get_tool(kind: ResourceKind, tool_name: str, resource_id: str) -> ToolSpec:
 
 
 def _param_view(p: ParamSpec, language: Language) -> dict[str, Any]:
-    """A param in the spec's wire shape `{type, required?, description?, default?, enum?}`."""
+    """A param in the reference's wire shape `{type, required?, description?, default?, enum?}`."""
     out: dict[str, Any] = {"type": p.type}
     if p.required:
         out["required"] = True

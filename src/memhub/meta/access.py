@@ -1,6 +1,6 @@
 """Authorization of the data plane: a user key acts only as its user, in its teams, through agents it may see.
 
-The original trusts whatever team/agent/user ids a request carries (spec §11 point 1). Here a
+The original trusts whatever team/agent/user ids a request carries. Here a
 request authenticated by a user key is checked before anything is read or written; the gateway
 key keeps the original's service-administrator behaviour unless MEMHUB_DATA_PLANE_AUTH=user_key.
 L2/L3 follow L0/L1: a profile belongs to one user (Isolation.profile), so a user key that acts only

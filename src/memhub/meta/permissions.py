@@ -1,6 +1,6 @@
 """The asset permission algorithm and the bindability rule, as pure functions over store rows.
 
-Spec §2.7 / the original's permission-checker: archived or missing → deny; owner → allow; not an
+The original's permission-checker: archived or missing → deny; owner → allow; not an
 active member → deny; `private` → deny; `restricted` → non-admins need an ACL allow; `task` →
 non-read actions need an admin; then role defaults, then an ACL allow. ACL `deny` entries are
 stored but never evaluated ("allow-only"), as in the original.

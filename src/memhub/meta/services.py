@@ -80,7 +80,8 @@ class MetaServices:
         )
 
     def note_conversation(self, isolation: Isolation) -> None:
-        """conversation/add: the agent's chat-memory asset exists (spec §2.5); never fails the add.
+        """conversation/add: the agent's chat-memory asset exists (as the original
+        creates it); never fails the add.
 
         Only for an agent registered in the team; the common case (asset present) is one read.
         """

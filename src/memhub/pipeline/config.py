@@ -1,4 +1,4 @@
-"""Pipeline knobs (spec §3.4 defaults), built from settings."""
+"""Pipeline knobs (the original's scheduling defaults), built from settings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The memory generation log (spec §2.6): what each L1/L2/L3 generation read, wrote and ran with.
+"""The memory generation log (the original's `/v3/memory-generation-log/*`): what each L1/L2/L3
+generation read, wrote and ran with.
 
 The pipeline worker calls `record(...)` after every job, succeeded or failed. Records are kept for
 30 days (older ones are pruned as new ones are written); lists page newest first with an opaque

@@ -54,7 +54,7 @@ log = logging.getLogger("memhub.pipeline.llm")
 
 T = TypeVar("T")
 
-MAX_MEMORIES_PER_CALL = 20  # spec §3.3 maxMemoriesPerSession
+MAX_MEMORIES_PER_CALL = 20  # the original's `maxMemoriesPerSession` default
 MAX_MEMORY_CHARS = 2000  # longer "memories" are essays, not atomic facts
 MAX_SCENE_NAME_CHARS = 120
 MAX_SCENE_CHARS = 20_000

@@ -41,7 +41,7 @@ from memhub.pipeline.offline_rules_zh import DATED_EVENT_ZH, FILLERS_ZH, QUESTIO
 from memhub.pipeline.quality import looks_like_prompt_injection, sanitize, should_extract
 from memhub.pipeline.types import Candidate, Decision, Neighbour, PromptMode, SourceMessage
 
-MAX_CANDIDATES = 20  # spec §3.3 `maxMemoriesPerSession` default
+MAX_CANDIDATES = 20  # the original's `maxMemoriesPerSession` default
 MAX_SCENE_NAME = 50
 
 _CHAT_FAMILIES = frozenset({PREFERENCE, IDENTITY, EVENT, INSTRUCTION})

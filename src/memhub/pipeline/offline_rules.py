@@ -31,7 +31,7 @@ CODE_TYPES = {
     INSTRUCTION: "work_method",
     EVENT: "work_task",
 }
-# Spec §3.3: memories under these priorities are dropped (−1, an absolute instruction, is kept).
+# As in the original's extractor: memories under these priorities are dropped (−1, an absolute instruction, is kept).
 THRESHOLDS = {"persona": 50, "episodic": 60, "instruction": 70}
 DEFAULT_THRESHOLD = 60
 
@@ -147,7 +147,7 @@ _TIMED_RULES = frozenset({"residence"})
 
 
 def accept(hit: RuleHit, mode: str) -> RuleHit | None:
-    """Give the hit its memory type for the prompt mode and apply the spec's priority thresholds."""
+    """Give the hit its memory type for the prompt mode and apply the original's priority thresholds."""
     types = CODE_TYPES if mode == "code" else CHAT_TYPES
     kind = types.get(hit.family)
     if kind is None:

@@ -1,6 +1,6 @@
 """Code-mode rules of the offline extractor: team conventions, decisions, tasks and resources.
 
-In code mode (`promptMode: code`) memories are about the work, not the person: spec §3.3's
+In code mode (`promptMode: code`) memories are about the work, not the person: the original's code-mode types
 `work_method | work_fact | work_task | work_artifact`, with owner/deadline/status, method type
 and artifact references in metadata. Applied with `offline_rules.run_rules` like the chat rules.
 """

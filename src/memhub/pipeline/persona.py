@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from memhub.model import AtomicRecord
 from memhub.pipeline.types import PromptMode
 
-# Spec §3.6 caps: a chat persona ≤ 2000 characters, a code-mode doctrine ≤ 1200.
+# The original's caps: a chat persona ≤ 2000 characters, a code-mode doctrine ≤ 1200.
 MAX_CHARS = {"chat": 2000, "code": 1200}
 SECTIONS: dict[str, list[tuple[str, tuple[str, ...], int]]] = {
     "chat": [

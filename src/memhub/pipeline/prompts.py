@@ -1,4 +1,5 @@
-"""Prompts for the LLM stages of the memory pipeline (our own wording of spec §3.3–3.6).
+"""Prompts for the LLM stages of the memory pipeline (our own wording of the original's L1 extraction, dedup,
+scene and persona instructions).
 
 Every builder returns `(system, user)`. Conversation text, memories, scenes and personas are DATA: they go into
 tagged blocks (`<new_messages>…</new_messages>` …) whose closing tags are neutralised inside the data, and
@@ -46,7 +47,7 @@ MAX_PERSONA_INPUT_CHARS = 40_000  # all scene bodies shown to the persona writer
 
 CHAT_TYPES = ("persona", "episodic", "instruction")
 CODE_TYPES = ("work_fact", "work_task", "work_method", "work_artifact")
-# Below these the memory is dropped (spec §3.3); code mode keeps only what is worth 70+.
+# Below these the memory is dropped (as in the original's extractor); code mode keeps only what is worth 70+.
 PRIORITY_THRESHOLDS: dict[str, int] = {
     "persona": 50,
     "episodic": 60,
@@ -61,7 +62,7 @@ PERSONA_CAPS: dict[str, int] = {"chat": 2000, "code": 1200}
 
 @dataclass(frozen=True, slots=True)
 class CustomPrompt:
-    """A resolved custom memory prompt (spec §2.6): its text and where it came from."""
+    """A resolved custom memory prompt (`/v3/memory-prompt/*`): its text and where it came from."""
 
     text: str
     source: str = "custom"  # agent | team | instance

@@ -1,7 +1,7 @@
 """Text hygiene before extraction: what is worth extracting, what to strip, what looks like an attack.
 
-These follow spec §7.4 (server-side `sanitize`, `shouldCaptureL0`, both defined once in
-`memhub.formats.sanitize`) and §3.3 (`shouldExtractL1`).
+These follow the original's server-side `sanitize` and `shouldCaptureL0` (both defined once in
+`memhub.formats.sanitize`) and its L1 quality gate `shouldExtractL1`.
 `looks_like_prompt_injection` flags a memory in its metadata (`injection_suspect`): conversation text is data,
 and nothing in it changes what the pipeline does. A flagged memory is kept (it is what the user said) but never
 placed in a prompt: scenes and the persona are built without it (`trusted`), and recall leaves it out.
@@ -28,7 +28,7 @@ _QUESTION_MARKS_ONLY = re.compile(r"^[?？\s]+$")
 
 
 def should_extract(text: str) -> bool:
-    """Spec `shouldExtractL1`: `should_capture`, and not 1–5 bare symbols or only question marks."""
+    """The original's `shouldExtractL1`: `should_capture`, and not 1–5 bare symbols or only question marks."""
     if not should_capture(text):
         return False
     stripped = text.strip()

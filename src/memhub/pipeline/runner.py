@@ -89,7 +89,7 @@ class PipelineRunner:
         self._log(job, generation, started)
 
     def _custom(self, job: Job, layer: PromptLayer, generation: Generation) -> CustomPrompt | None:
-        """The team's or agent's custom strategy for this layer (spec §2.6), if any."""
+        """The team's or agent's custom strategy for this layer (a custom memory prompt), if any."""
         if self.prompts is None:
             return None
         resolved = self.prompts.resolve(job.service_id, job.scope["team_id"], job.scope["agent_id"], layer)

@@ -17,7 +17,7 @@ GENERAL = "general"
 EARLIER = "earlier-notes"
 MAX_FILENAME_CHARS = 60
 MAX_SCENE_CHARS = 6000
-# Letters, digits, CJK, "-", "_" and "." (spec §3.5); anything else becomes a dash.
+# Letters, digits, CJK, "-", "_" and ".", as the original allows in scene file names; anything else becomes a dash.
 _UNSAFE = re.compile(r"[^\w.\-\u4e00-\u9fff]+", re.UNICODE)
 
 
@@ -65,7 +65,7 @@ def build_scenes(memories: Sequence[AtomicRecord], max_scenes: int) -> list[Scen
     """Scenes of a profile: one per scene name, the most recently active first, at most `max_scenes`.
 
     Scene names beyond the cap are folded into one `earlier-notes.md`, so the file count stays
-    under the limit (spec §3.5) and nothing is left out.
+    under the limit (the original's `maxScenes`) and nothing is left out.
     """
     groups: dict[str, list[AtomicRecord]] = {}
     for memory in memories:

@@ -52,7 +52,7 @@ class PipelineService:
     generator: str
 
     def status(self, service_id: str, scope: Isolation | None = None, *, worker_error: bool = True) -> dict[str, Any]:
-        """Spec §2.8 shape per stage, plus dead-lettered counts and the worker's state.
+        """The original's `/v2/pipeline/status` shape per stage, plus dead-lettered counts and the worker's state.
 
         `scope`: count only the jobs and sessions of this isolation (None: the whole tenant).
         `worker_error`: show the worker's last error, which may come from any tenant's job.

@@ -101,7 +101,7 @@ class LLMScenes:
         custom: CustomPrompt | None = None,
         changed: Sequence[AtomicRecord] = (),
     ) -> list[SceneDraft]:
-        # Spec §3.5: the model integrates what changed since its last run; nothing changed, nothing to do.
+        # As in the original: the model integrates what changed since its last run; nothing changed, nothing to do.
         recent = list(changed)[-LLM_SCENE_MEMORIES:]
         if not recent:
             return []
@@ -112,7 +112,7 @@ class LLMScenes:
             if op.action == "delete":
                 drafts.append(SceneDraft(op.filename, "", "", 0, (), deleted=True))
                 continue
-            # Heat (spec §3.5): a new scene 1, an update the old heat + 1, a merge the sum + 1.
+            # Heat, as the original counts it: a new scene 1, an update the old heat + 1, a merge the sum + 1.
             heat = heats.get(op.filename, 0) + sum(heats.get(f, 0) for f in op.merge_from) + 1
             drafts.append(SceneDraft(op.filename, op.summary, op.content, heat, ()))
             drafts += [SceneDraft(f, "", "", 0, (), deleted=True) for f in op.merge_from if f != op.filename]

@@ -5,11 +5,11 @@ and skills), so they all rank the same way.
 
 Why a weighted sum of scores and not RRF: reciprocal-rank fusion with k = 60 treats the 40th BM25
 hit almost like the 1st, and on paraphrase queries (where BM25 matches only function words) it
-halved MRR in our measurements (spec/stack.md §5). Here the fused score is
+halved MRR in our measurements. Here the fused score is
 
     LEXICAL_WEIGHT * bm25 / best bm25 of the query  +  (1 - LEXICAL_WEIGHT) * cosine  (+ speaker bonus)
 
-tuned on LoCoMo (bench/locomo.py; the README has the numbers). The cosine carries most of the
+tuned on LoCoMo (bench/locomo.py; docs/benchmarks.md has the numbers). The cosine carries most of the
 weight, so a fused score means much the same for every query and `min_score` is usable; BM25 is
 the tie-breaker that puts exact tokens (names, ids) on top.
 

@@ -40,7 +40,7 @@ class Job:
 
 @dataclass(frozen=True, slots=True)
 class Schedule:
-    """When L1 runs for a session (spec §3.4)."""
+    """When L1 runs for a session: every N user rounds, after a 1 → 2 → 4 … warm-up, or when idle."""
 
     every_n_rounds: int = 5
     warmup: bool = True

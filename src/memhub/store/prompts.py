@@ -1,4 +1,4 @@
-"""The store interface of custom memory prompts (spec §2.6) and of the memory generation log.
+"""The store interface of custom memory prompts (`/v3/memory-prompt/*`) and of the memory generation log.
 
 Prompts belong to an instance (service id) and, inside it, to one team (their owner) or to the
 instance itself (no owner team). A setting points one target — the whole instance, a team, or one

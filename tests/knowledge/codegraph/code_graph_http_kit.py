@@ -24,7 +24,7 @@ TEAM = "team-code"
 PYPROJ = Path(__file__).parent / "fixtures" / "pyproj"
 PYPROJ_FILES = sorted(p.relative_to(PYPROJ).as_posix() for p in PYPROJ.rglob("*.py"))
 CODE_GRAPH_ID = r"^cg-[0-9a-z]{8}$"
-# CodeGraphDetail (spec knowledge-and-proxy §2.4) plus memhub's additions.
+# The reference's CodeGraphDetail plus memhub's additions.
 DETAIL_FIELDS = {
     "code_graph_id",
     "team_id",

@@ -1,5 +1,5 @@
 """The code-graph service through the real HTTP app: `/v3/code-graph/*`, `/v3/tools/*` for `cg-` ids, and the
-`<knowledge_tools>` block (spec knowledge-and-proxy §2.1–2.4, issue 7).
+`<knowledge_tools>` block.
 
 Each test gets its own gateway over a temporary data dir whose allowed source root holds a copy of the
 pyproj fixture (tests/knowledge/codegraph/fixtures/pyproj) or a real bare git repository made from it

@@ -1,7 +1,8 @@
-"""`POST /v3/chat-memory/clear` (spec §2.6): empty chat-memory assets, keeping the assets, their ACL and bindings.
+"""`POST /v3/chat-memory/clear` (the original's route): empty chat-memory assets, keeping the assets, their
+ACL and bindings.
 
-Authentication is the data plane's (the gateway key, or a user key; spec §2.2 layer 2). The ids name
-the scope, so no isolation fields are read and strict isolation does not apply (spec §2.4). Who may
+Authentication is the data plane's (the gateway key, or a user key). The ids name
+the scope, so no isolation fields are read and strict isolation does not apply (as in the original). Who may
 clear what is decided by memhub.memory.chat_memory.
 """
 

@@ -1,4 +1,4 @@
-"""`/v3/code-graph/*`: code-graph management and the direct query routes (spec knowledge-and-proxy §2.3)."""
+"""`/v3/code-graph/*`: code-graph management and the direct query routes (the original's)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`POST /v3/context/compose` (a memhub extension): the runtime context of one agent turn (seed 001).
+"""`POST /v3/context/compose` (a memhub extension): the runtime context of one agent turn
+(docs/context.md).
 
 Authentication is the data plane's (the gateway key, or a user key); the isolation ids come from the body, then
 the `x-tdai-*-id` headers, then the user key's user, as on every data-plane route, and the composer applies the

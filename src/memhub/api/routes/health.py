@@ -19,7 +19,8 @@ def health_payload(
     auth_enabled: bool,
     pipeline: PipelineWorker | None = None,
 ) -> dict[str, Any]:
-    """Status, version, uptime, stores, services and the embedding backlog (spec §2.8).
+    """Status, version, uptime, stores, services and the embedding backlog (the original's
+    `/health` fields plus memhub's).
 
     `embedding_backlog` counts records still without a vector; callers that need vector search
     over what they just wrote (benchmarks, imports) wait for it to reach 0.

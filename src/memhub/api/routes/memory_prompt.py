@@ -1,7 +1,7 @@
-"""/v3/memory-prompt/* (spec §2.6), and mounting of the v3-only prompt and generation-log routes.
+"""/v3/memory-prompt/* (the original's seven routes), and mounting of the v3-only prompt and generation-log routes.
 
-These routes are exempt from strict isolation (spec §2.4) and v3 only. Five of them also answer
-GET with the body's fields in the query string (spec §2.1); both methods share authentication,
+As in the original, these routes are exempt from strict isolation and v3 only, and five of them also
+answer GET with the body's fields in the query string; both methods share authentication,
 validation, authorization and handler.
 
 The body's team_id/agent_id/agent_ids name the targets (a setting's team and agents, whose effective

@@ -1,4 +1,4 @@
-"""`/v3/wiki/*`: wiki management, source files, pages and search (spec knowledge-and-proxy §2.3)."""
+"""`/v3/wiki/*`: wiki management, source files, pages and search (the reference knowledge service's routes)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-""" "Generate index with AI": an LLM writes the summaries and tags the authors did not (seed 001 §4.1).
+""" "Generate index with AI": an LLM writes the summaries and tags the authors did not.
 
 The deterministic index takes a document's summary from its front matter, else its first paragraph,
 which is often an introduction rather than what the document is about. When an LLM is configured and

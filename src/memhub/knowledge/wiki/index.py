@@ -1,4 +1,4 @@
-"""The two-layer wiki index (seed 001 §4.1–4.2.1): root `index.json` with themes and root documents,
+"""The two-layer wiki index, with optional `paths` globs per entry: root `index.json` with themes and root documents,
 one `index.json` per theme folder with that theme's documents.
 
 Layout::

@@ -1,4 +1,5 @@
-"""Passages of picked articles and the capped knowledge block (seed 001 §4.2 steps 4–5).
+"""Passages of picked articles and the capped knowledge block (the last two steps of the
+retrieval walk).
 
 An article under ~5,000 characters is one passage (one table, one data dictionary stays whole);
 a longer one is cut by heading and merged back up to ~1,200 characters, never inside a Markdown

@@ -430,7 +430,7 @@ class WikiService:
         conversation: Conversation,
         rescore: Rescore = "none",
     ) -> Row:
-        """Seed 001 §4.2 retrieval: the capped knowledge block for one question."""
+        """The two-layer index retrieval walk: the capped knowledge block for one question."""
         row, snapshot = self.read(caller, wiki_id)
         if snapshot is None:
             raise Conflict(not_built_message(row), data={"status": row["status"], "step": row["internal_status"]})

@@ -2,7 +2,7 @@
 
 Everything a query needs is tokenised once at load time; the tools then answer from memory. A
 snapshot is immutable, so any number of requests may read it while a new generation is built.
-Result shapes follow the reference's wiki tools (spec knowledge-and-proxy §2.2).
+Result shapes follow the reference's wiki tools.
 """
 
 from __future__ import annotations
@@ -311,7 +311,7 @@ class WikiSnapshot:
         conversation: Conversation = "workspace",
         rescore: Rescore = "none",
     ) -> dict[str, Any]:
-        """Seed 001 §4.2: themes → documents → passages under the conversation's character cap.
+        """The retrieval walk: themes → documents → passages under the conversation's character cap.
 
         `rescore="bm25"` adds the documents' full-text BM25 (scaled so the best page earns as much as one
         title word) to the index scores, for wikis whose summaries say too little.

@@ -1,4 +1,4 @@
-"""The retrieval walk of seed 001 §4.2: question → themes → documents, over the two-layer index.
+"""The retrieval walk: question → themes → documents, over the two-layer index.
 
 1. Skip entirely for data questions (numbers / reports against a data connection) and for questions
    about the conversation itself ("what did we discuss"), so unrelated text is not put in the prompt.
@@ -172,7 +172,7 @@ def _eligible(status: str, globs: Sequence[str], paths: Sequence[str], past: boo
 
 
 def _doc_eligible(doc: WikiDocument, paths: Sequence[str], past: bool) -> tuple[bool, tuple[str, ...]]:
-    # Only published / in-force standards reach ordinary Q&A; pending drafts never do (seed §2).
+    # Only published / in-force standards reach ordinary Q&A; pending drafts never do.
     if doc.kind == "standard" and doc.lifecycle == "draft":
         return False, ()
     return _eligible(doc.status, doc.paths, paths, past)
@@ -234,7 +234,7 @@ def walk(
     """Pick themes and documents for one question (`paths`: attachment names / paths in context).
 
     `rescore` adds evidence per document id to its index score (e.g. BM25 of the full text, scaled to a
-    few points); off by default, as the seed says: the index alone is cheap and predictable.
+    few points); off by default: the index alone is cheap and predictable.
     """
     reason = skip_reason(question, data_connection=data_connection)
     if reason:

@@ -22,7 +22,7 @@ SERVER_MAX_BATCH_BYTES = 960 * 1024
 class AgentConfig:
     """How recall, capture and the tools behave; every field has a production-safe default."""
 
-    # recall (seed 002 §6: three paths in parallel, 200 ms in total, late paths dropped)
+    # recall (the original's budget: three paths in parallel, 200 ms in total, late paths dropped)
     recall_deadline: float = 0.2
     max_memories: int = 5
     max_memory_chars: int = 500
@@ -36,7 +36,7 @@ class AgentConfig:
     include_scene_nav: bool = True
     language: Literal["en", "zh"] = "en"
     # A fourth recall path: the gateway's runtime-context composer (POST /v3/context/compose: team and
-    # agent knowledge, skills, the conversation excerpt, seed 001). Off by default: it needs wikis to say anything.
+    # agent knowledge, skills, the conversation excerpt). Off by default: it needs wikis to say anything.
     compose_context: bool = False
     # capture
     capture_enabled: bool = True

@@ -1,4 +1,5 @@
-"""`MemoryAgent`: recall, capture, tools and degradation for any agent framework (seed 002, spec §7.3).
+"""`MemoryAgent`: recall, capture, tools and degradation for any agent framework, as the
+original's plugin hooks do them.
 
 Every call runs on the kit's private loop (runner.LoopThread), so a sync agent and an async agent use the
 same code, and nothing raises into the agent: recall returns what arrived before its deadline, capture

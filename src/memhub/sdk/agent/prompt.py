@@ -1,4 +1,4 @@
-"""The two prompt blocks recall produces (seed 002 §1, spec §7.3): a per-turn prepend and a stable system tail.
+"""The two prompt blocks recall produces, as the original plugin's: a per-turn prepend and a stable system tail.
 
 `prepend` changes every turn and goes before the user's text; `append_system` (persona, scene paths, the
 tools guide) changes only when the memory does, so it sits at the end of the system prompt where a

@@ -1,6 +1,6 @@
 """Tool definitions the model can call, in OpenAI and Anthropic formats, and how their results read.
 
-The memory tools keep the original plugin's names and parameters (spec §7.5) so prompts written for it
+The memory tools keep the original plugin's names and parameters so prompts written for it
 work unchanged; `tdai_read_file` is the documented name and the plugin's `tdai_read_cos` is accepted as
 an alias. Knowledge tools come from `/v3/tools/list` and are named `<tool>__<knowledge id>` so two
 resources offering the same tool stay distinct.

@@ -1,8 +1,8 @@
 """From a framework's message list to what capture sends: this turn's cleaned user/assistant messages, in batches.
 
-Spec §7.3 (capture): slice the messages added since the prompt was built (or, failing that, those newer than
-the session's timestamp cursor), keep user/assistant text, swap the recall-polluted user message for the
-original prompt, sanitize, strip assistant code blocks, drop noise, then fit what is left to the gateway's
+Capture, as the original plugin does it: slice the messages added since the prompt was built (or, failing that,
+those newer than the session's timestamp cursor), keep user/assistant text, swap the recall-polluted user message
+for the original prompt, sanitize, strip assistant code blocks, drop noise, then fit what is left to the gateway's
 limits (content ≤ 8192 characters, ≤ 100 messages a call, a body under 1 MiB).
 """
 
@@ -30,7 +30,7 @@ DEFAULT_MAX_BATCH_BYTES = 960 * 1024
 
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 _IMAGE_PARTS = frozenset({"image", "image_url", "input_image"})
-# Tags our own recall injects into the user message (spec §7.3); their presence marks the polluted prompt.
+# Tags our own recall injects into the user message (the original plugin's); their presence marks the polluted prompt.
 _INJECTION_MARKERS = (
     "<relevant-memories>",
     "<user-persona>",

@@ -187,7 +187,7 @@ class SQLitePipelineStore(PipelineStore):
                 target = session_target(row["scope_key"], row["session_id"])
                 if self._insert_job(con, row["service_id"], "l1", target, scope, now_ms):
                     opened += 1
-                    # Warm-up (spec §3.4): extract after 1, then 2, 4 … rounds until every N.
+                    # Warm-up, as in the original: extract after 1, then 2, 4 … rounds until every N.
                     nxt = (
                         min(row["threshold"] * 2, schedule.every_n_rounds)
                         if schedule.warmup
@@ -517,7 +517,7 @@ class SQLitePipelineStore(PipelineStore):
             has_persona = con.execute(
                 "SELECT 1 FROM profile_documents WHERE scope_key = ? AND kind = 'core'", (profile.key,)
             ).fetchone()
-            # Spec §3.6 triggers: requested (P1), no persona yet (P2/P3), enough new memories (P4).
+            # The original's persona triggers: requested, no persona yet, enough new memories since the last one.
             due = row is not None and (
                 row["persona_requested"] or has_persona is None or row["memories_since_persona"] >= persona_every
             )

@@ -83,7 +83,7 @@ PIPELINE_TABLES = """
     CREATE INDEX pipeline_jobs_by_state ON pipeline_jobs (state, run_after_ms);
     CREATE INDEX pipeline_jobs_by_service ON pipeline_jobs (service_id, state);
 
-    -- What each generation consumed and produced (spec §2.6 "Memory generation log").
+    -- What each generation consumed and produced (the original's "memory generation log").
     CREATE TABLE generation_log (
         seq              INTEGER PRIMARY KEY,
         log_id           TEXT NOT NULL UNIQUE,
@@ -114,7 +114,7 @@ PIPELINE_TABLES = """
     );
     CREATE INDEX generation_log_by_output ON generation_log_outputs (service_id, layer, record_id);
 
-    -- Custom memory prompts (spec §2.6) and where they apply.
+    -- Custom memory prompts (the original's `/v3/memory-prompt/*`) and where they apply.
     CREATE TABLE memory_prompts (
         service_id        TEXT NOT NULL,
         memory_prompt_id  TEXT NOT NULL,

@@ -55,7 +55,8 @@ from memhub.store.sqlite.vectors import ScopeVectors
 from memhub.timeutil import now_ms
 
 DB_FILENAME = "memhub.db"
-# Up to this many vectors a scope is searched exactly; above it an HNSW graph is built (stack.md §4).
+# Up to this many vectors a scope is searched exactly; above it an HNSW graph is built (exact
+# search stays fast enough up to here; a graph pays off only above it).
 EXACT_VECTOR_LIMIT = 20_000
 EMBEDDING_MODEL_SETTING = "embedding.model"
 IDEMPOTENCY_RETENTION_MS = 7 * 24 * 3600 * 1000
