@@ -14,7 +14,7 @@ from memhub.memory.prompts import MemoryPromptService, prompt_ref
 from memhub.memory.services import MemoryServices
 from memhub.pipeline.config import PipelineConfig
 from memhub.pipeline.generation_log import GenerationLogService
-from memhub.pipeline.prompts import CustomPrompt
+from memhub.pipeline.llm_prompts import CustomPrompt
 from memhub.pipeline.quality import looks_like_prompt_injection, trusted
 from memhub.pipeline.scenes import SceneDraft
 from memhub.pipeline.stages import Stages
