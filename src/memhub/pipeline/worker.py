@@ -104,9 +104,6 @@ class PipelineWorker:
             self.last_error = message
             retryable = getattr(exc, "retryable", True)
             stamp = now_ms()
-            # Dead-lettered jobs stay visible and replayable; their messages stay unextracted, never skipped.
-            retry_at = None
-            if retryable and job.attempts < self.config.max_attempts:
-                retry_at = stamp + self.config.retry_delay_ms(job.attempts)
+            failure = self.config.retry.after_failure(job.kind, job.attempts, retryable, stamp)
             log.warning("pipeline job %s %s failed (attempt %d): %s", job.kind, job.target, job.attempts, message)
-            self.store.pipeline.fail(job, self.owner, message, stamp, retry_at)
+            self.store.pipeline.fail(job, self.owner, message, stamp, failure.retry_at_ms, failure.hold_session)

@@ -3,14 +3,18 @@
 An L1 job's memories, its cursor advance and its completion commit in one transaction
 (`commit_l1`), so a crash at any point either keeps all of them or none: a retried job never
 writes a memory twice and never skips a message.
+
+The store persists and never decides when work is due: thresholds, delays and the L2/L3 triggers
+come from the pipeline (`memhub.pipeline.schedule`), as plain values or as a `SchedulePolicy` the
+store asks inside the transaction that acts on the answer.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from memhub.scope import MemoryScope, ProfileScope
 from memhub.store.records import AtomicRecord, MessageRecord, NewAtomic
@@ -39,14 +43,47 @@ class Job:
 
 
 @dataclass(frozen=True, slots=True)
-class Schedule:
-    """When L1 runs for a session (spec §3.4)."""
+class SessionsDue:
+    """Which conversations get an L1 job now, in plain values the pipeline's schedule computed.
 
-    every_n_rounds: int = 5
-    warmup: bool = True
-    idle_ms: int = 600_000
-    l2_delay_ms: int = 90_000
-    l2_min_interval_ms: int = 900_000
+    A conversation with messages after its cursor, and not held after a dead-lettered L1 job, is due
+    when a flush asked for it, when its last message is at or before `idle_before_ms`, or when its
+    rounds since the last extraction reach its stored threshold kept within [`min_rounds`, `max_rounds`].
+    """
+
+    min_rounds: int
+    max_rounds: int
+    idle_before_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileProgress:
+    """The stored L2/L3 progress of one profile, which the schedule decides its next L2 and L3 from."""
+
+    l2_due_ms: int | None  # when an L2 job opens (None: no L2 pending)
+    last_l2_ms: int | None
+    persona_requested: bool  # a flush asked for scenes and persona now
+    memories_since_persona: int  # new or changed memories since the last L3
+
+
+class SchedulePolicy(Protocol):
+    """The pipeline's scheduling decisions, asked by the store inside the transaction that acts on them."""
+
+    def sessions_due(self, now_ms: int) -> SessionsDue:
+        """Which conversations are due at `now_ms`."""
+        ...
+
+    def next_threshold(self, threshold: int) -> int:
+        """The rounds a conversation waits for after an L1 job opened for it at `threshold`."""
+        ...
+
+    def l2_due_ms(self, now_ms: int, progress: ProfileProgress) -> int:
+        """When the profile's L2 runs, after an L1 commit at `now_ms` stored or revised memories of it."""
+        ...
+
+
+# Whether an L3 job opens after an L2 run: (the profile's progress, whether it has a persona yet).
+PersonaDue = Callable[[ProfileProgress, bool], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,11 +155,14 @@ class PipelineStore(ABC):
 
     # -- scheduling ------------------------------------------------------------------------
     @abstractmethod
-    def schedule(self, now_ms: int, schedule: Schedule, limit: int = 100) -> int:
-        """Open L1 jobs for due sessions and L2 jobs for due profiles; returns how many were opened.
+    def schedule(self, now_ms: int, schedule: SchedulePolicy, limit: int = 100) -> int:
+        """Open L1 jobs for the sessions `schedule.sessions_due(now_ms)` selects and L2 jobs for the profiles
+        whose L2 due time has come; returns how many were opened.
 
-        A session whose L1 job was dead-lettered is not due again until a message newer than the failure
-        arrives or the dead job is replayed.
+        An opened session's rounds and flush request are reset and its threshold becomes
+        `schedule.next_threshold(threshold)`; an opened profile's due time is cleared. A session held after a
+        dead-lettered L1 job (see `fail`) is not due again until a message newer than the failure arrives or
+        the dead job is replayed.
         """
 
     @abstractmethod
@@ -148,9 +188,14 @@ class PipelineStore(ABC):
         """Mark a leased job done."""
 
     @abstractmethod
-    def fail(self, job: Job, owner: str, error: str, now_ms: int, retry_at_ms: int | None) -> None:
-        """Record a failure: retried at `retry_at_ms`, or dead-lettered when None (an L1 job's session is then
-        held: see `schedule`)."""
+    def fail(
+        self, job: Job, owner: str, error: str, now_ms: int, retry_at_ms: int | None, hold_session: bool = False
+    ) -> None:
+        """Record a failure: retried at `retry_at_ms`, or dead-lettered when None.
+
+        `hold_session` (an L1 job's): its session is held, not due again until a message newer than the
+        failure arrives or the job is replayed (see `schedule`).
+        """
 
     # `scope` narrows the next three to the jobs (and sessions) one caller may see; None: the whole tenant.
     @abstractmethod
@@ -184,12 +229,14 @@ class PipelineStore(ABC):
         cursor: int,
         outcome: L1Outcome,
         now_ms: int,
-        schedule: Schedule,
+        schedule: SchedulePolicy,
         more: bool,
     ) -> list[AtomicRecord]:
         """Write the batch's memories, advance the cursor, finish the job and schedule L2, atomically.
 
         `more`: the session has further messages after this batch; a follow-up L1 job is opened.
+        When memories were stored or revised, the profile's L2 becomes due at `schedule.l2_due_ms` and
+        they count towards its next persona.
 
         Returns the stored new and revised memories. Raises LeaseLost when the job is no longer
         `owner`'s (another worker took it over): then nothing is written.
@@ -209,8 +256,9 @@ class PipelineStore(ABC):
         the first), oldest first."""
 
     @abstractmethod
-    def after_l2(self, job: Job, owner: str, profile: ProfileScope, now_ms: int, persona_every: int) -> bool:
-        """Finish an L2 job; opens an L3 job when the persona is due. True when L3 was opened."""
+    def after_l2(self, job: Job, owner: str, profile: ProfileScope, now_ms: int, persona_due: PersonaDue) -> bool:
+        """Finish an L2 job and record the run; opens an L3 job when `persona_due` says so for the profile's
+        progress. True when L3 was opened."""
 
     @abstractmethod
     def after_l3(self, job: Job, owner: str, profile: ProfileScope, now_ms: int) -> None:
