@@ -12,9 +12,9 @@ from memhub.knowledge.codegraph.remote import allowlist_entry
 from memhub.llm.client import LLMConfig
 from memhub.meta.origins import KnowledgeOrigins, origin_of, parse_allowlist_entry
 from memhub.pipeline.config import PipelineConfig
+from memhub.pipeline.schedule import Schedule
 from memhub.retrieval.embed import EmbeddingConfig
 from memhub.store.factory import split_url
-from memhub.store.pipeline import Schedule
 
 DEFAULT_DATA_DIR = Path.home() / ".memhub"
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024

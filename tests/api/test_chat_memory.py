@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from memhub.model import EmbeddingModel, MessageFilter
+from memhub.model.pipeline import L1Outcome, LeaseLost
 from memhub.pipeline.stages import Stages
 from memhub.scope import MemoryScope, ProfileScope
 from memhub.sdk import MemoryClient
-from memhub.store.pipeline import L1Outcome, LeaseLost
 from memhub.store.sqlite.clear import CANCELLED
 from memhub.timeutil import now_ms
 from tests.conftest import Gateway, build_gateway

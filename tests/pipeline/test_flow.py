@@ -200,7 +200,7 @@ def test_a_job_whose_worker_died_is_taken_over_once_with_no_duplicate(gw: Gatewa
     once = memories(gw)
     assert len(once) == 1
     # The dead worker wakes up and tries to commit its stale lease: refused, nothing written twice.
-    from memhub.store.pipeline import L1Outcome, LeaseLost
+    from memhub.model.pipeline import L1Outcome, LeaseLost
 
     with pytest.raises(LeaseLost):
         store.commit_l1(

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from memhub.pipeline.prompts import build_extraction_prompt
+from memhub.pipeline.llm_prompts import build_extraction_prompt
 from memhub.pipeline.types import SourceMessage
 from tests.conftest import Gateway, build_gateway
 from tests.pipeline.fake_llm import FakeChat, Reply

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from memhub.llm import ChatClient, LLMConfig, LLMError
+from memhub.pipeline.llm_prompts import CustomPrompt, build_extraction_prompt, compose_custom
 from memhub.pipeline.llm_stages import (
     LLMDeduplicator,
     LLMExtractor,
@@ -18,7 +19,6 @@ from memhub.pipeline.llm_stages import (
     normalize_scene_filename,
     truncate_at_paragraph,
 )
-from memhub.pipeline.prompts import CustomPrompt, build_extraction_prompt, compose_custom
 from memhub.pipeline.types import Candidate, Decision, Neighbour, PipelineError, SourceMessage
 from tests.pipeline.fake_llm import FakeChat, Reply
 

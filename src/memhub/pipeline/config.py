@@ -1,11 +1,11 @@
-"""Pipeline knobs (the original's scheduling defaults), built from settings."""
+"""Pipeline knobs (the original's defaults), built from settings."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from memhub.pipeline.schedule import Retry, Schedule
 from memhub.pipeline.types import PromptMode
-from memhub.store.pipeline import Schedule
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +26,7 @@ class PipelineConfig:
     poll_ms: int = 500
     claim_limit: int = 4
 
-    def retry_delay_ms(self, attempts: int) -> int:
-        """Backoff before the next attempt."""
-        return min(self.backoff_ms * 2 ** max(attempts - 1, 0), self.max_backoff_ms)
+    @property
+    def retry(self) -> Retry:
+        """How failed jobs are retried."""
+        return Retry(self.max_attempts, self.backoff_ms, self.max_backoff_ms)

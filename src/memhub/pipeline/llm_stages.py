@@ -1,7 +1,7 @@
 """The LLM-backed pipeline stages: L1 extraction and dedup, L2 scene planning, L3 persona writing.
 
 Each stage makes one call (extraction: one per ≤10 new messages) through `ChatClient`, reads the answer with
-`parse_json_loose` and validates every field against the contracts in `prompts`: what fails validation is
+`parse_json_loose` and validates every field against the contracts in `llm_prompts`: what fails validation is
 dropped, never guessed. An answer that is not JSON at all gets one re-ask; if that fails too the stage raises
 `PipelineError(retryable=True)` so the job is retried later and no input is skipped. `LLMError` (a
 PipelineError) from the client propagates unchanged, with its own `retryable`.
@@ -22,7 +22,7 @@ from typing import Any, Literal, TypeVar
 
 from memhub.llm.client import ChatClient, ChatResult
 from memhub.llm.jsonrepair import parse_json_loose
-from memhub.pipeline.prompts import (
+from memhub.pipeline.llm_prompts import (
     CHAT_TYPES,
     CODE_TYPES,
     MAX_BACKGROUND,

@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from memhub.ids import atomic_id
@@ -14,17 +15,18 @@ from memhub.memory.core import PERSONA_PATH
 from memhub.memory.prompts import MemoryPromptService, prompt_ref
 from memhub.memory.services import MemoryServices
 from memhub.model import AtomicFilter, NewAtomic
+from memhub.model.pipeline import Job, L1Outcome, LeaseLost, Revision
 from memhub.model.prompts import PromptLayer, ResolvedPrompt, TokenUsage
 from memhub.pipeline.config import PipelineConfig
 from memhub.pipeline.generation_log import GenerationLogService
-from memhub.pipeline.prompts import CustomPrompt
+from memhub.pipeline.llm_prompts import CustomPrompt
 from memhub.pipeline.quality import looks_like_prompt_injection, trusted
 from memhub.pipeline.scenes import SceneDraft
+from memhub.pipeline.schedule import persona_due
 from memhub.pipeline.stages import Stages
 from memhub.pipeline.types import Candidate, Neighbour, SourceMessage
 from memhub.scope import Isolation, MemoryScope, ProfileScope
 from memhub.store import MemoryStore
-from memhub.store.pipeline import Job, L1Outcome, LeaseLost, Revision
 from memhub.timeutil import now_ms
 
 log = logging.getLogger("memhub.pipeline")
@@ -231,7 +233,8 @@ class PipelineRunner:
                 self.memory.scenario.remove(iso, [draft.path], PIPELINE_REQUEST)
             else:
                 self._write_scene(iso, draft)
-        self.store.pipeline.after_l2(job, owner, profile, now_ms(), self.config.persona_every)
+        persona = partial(persona_due, every=self.config.persona_every)
+        self.store.pipeline.after_l2(job, owner, profile, now_ms(), persona)
 
     def _write_scene(self, iso: Isolation, draft: SceneDraft) -> None:
         content = f"-----META-START-----\nheat: {draft.heat}\n-----META-END-----\n\n{draft.body}"

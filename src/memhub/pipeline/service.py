@@ -13,10 +13,10 @@ from typing import Any
 
 from memhub.errors import NotFound
 from memhub.memory.atomic import in_scope
+from memhub.model.pipeline import Job, JobScope
 from memhub.pipeline.worker import PipelineWorker
 from memhub.scope import Isolation
 from memhub.store import MemoryStore
-from memhub.store.pipeline import Job, JobScope
 from memhub.timeutil import ms_to_iso, now_ms
 
 STAGES = ("l1", "l2", "l3")

@@ -8,8 +8,8 @@ from typing import Protocol
 
 from memhub.memory.scene_format import parse_heat, split_scene
 from memhub.model import AtomicRecord
+from memhub.pipeline.llm_prompts import CustomPrompt
 from memhub.pipeline.persona import build_persona
-from memhub.pipeline.prompts import CustomPrompt
 from memhub.pipeline.scenes import SceneDraft, build_scenes
 from memhub.pipeline.types import Deduplicator, Extractor, PromptMode
 

@@ -11,10 +11,10 @@ import logging
 import threading
 import uuid
 
+from memhub.model.pipeline import Job, LeaseLost
 from memhub.pipeline.config import PipelineConfig
 from memhub.pipeline.runner import PipelineRunner
 from memhub.store import MemoryStore
-from memhub.store.pipeline import Job, LeaseLost
 from memhub.timeutil import now_ms
 
 log = logging.getLogger("memhub.pipeline")
@@ -104,9 +104,6 @@ class PipelineWorker:
             self.last_error = message
             retryable = getattr(exc, "retryable", True)
             stamp = now_ms()
-            # Dead-lettered jobs stay visible and replayable; their messages stay unextracted, never skipped.
-            retry_at = None
-            if retryable and job.attempts < self.config.max_attempts:
-                retry_at = stamp + self.config.retry_delay_ms(job.attempts)
+            failure = self.config.retry.after_failure(job.kind, job.attempts, retryable, stamp)
             log.warning("pipeline job %s %s failed (attempt %d): %s", job.kind, job.target, job.attempts, message)
-            self.store.pipeline.fail(job, self.owner, message, stamp, retry_at)
+            self.store.pipeline.fail(job, self.owner, message, stamp, failure.retry_at_ms, failure.hold_session)

@@ -3,114 +3,31 @@
 An L1 job's memories, its cursor advance and its completion commit in one transaction
 (`commit_l1`), so a crash at any point either keeps all of them or none: a retried job never
 writes a memory twice and never skips a message.
+
+The store persists and never decides when work is due: thresholds, delays and the L2/L3 triggers
+come from the pipeline (`memhub.pipeline.schedule`), as plain values or as a `SchedulePolicy` the
+store asks inside the transaction that acts on the answer.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from memhub.model.records import AtomicRecord, MessageRecord, NewAtomic
+from memhub.model.pipeline import (
+    Job,
+    JobKind,
+    JobScope,
+    L1Batch,
+    L1Outcome,
+    PersonaDue,
+    PipelineCounts,
+    Replayed,
+    SchedulePolicy,
+)
+from memhub.model.records import AtomicRecord
 from memhub.scope import MemoryScope, ProfileScope
-
-JobKind = Literal["l1", "l2", "l3"]
-JobState = Literal["pending", "running", "done", "dead"]
-
-
-@dataclass(frozen=True, slots=True)
-class Job:
-    """One unit of pipeline work on one target (a session for L1, one user's profile for L2/L3)."""
-
-    seq: int
-    service_id: str
-    kind: JobKind
-    target: str
-    scope: dict[str, str]  # the isolation ids the job acts under
-    state: JobState
-    attempts: int
-    run_after_ms: int
-    last_error: str | None
-    created_ms: int
-    updated_ms: int
-    lease_owner: str | None = None
-    lease_expires_ms: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Schedule:
-    """When L1 runs for a session: every N user rounds, after a 1 → 2 → 4 … warm-up, or when idle."""
-
-    every_n_rounds: int = 5
-    warmup: bool = True
-    idle_ms: int = 600_000
-    l2_delay_ms: int = 90_000
-    l2_min_interval_ms: int = 900_000
-
-
-@dataclass(frozen=True, slots=True)
-class L1Batch:
-    """New messages of a session after its cursor, with older ones as background."""
-
-    messages: list[tuple[int, MessageRecord]]  # (L0 rowid, message), oldest first
-    background: list[MessageRecord]
-    has_more: bool
-    previous_scene: str | None = None  # the scene the session's last batch ended in
-
-
-@dataclass(frozen=True, slots=True)
-class Revision:
-    """An existing memory replaced by a new version (update) or merged into another one."""
-
-    target_id: str
-    content: str
-    type: str
-    priority: int
-    source_message_ids: tuple[str, ...]
-    absorbed_ids: tuple[str, ...] = ()  # memories merged into the target, retired with it
-    metadata: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class L1Outcome:
-    """What one L1 batch produced."""
-
-    new: Sequence[NewAtomic] = ()
-    revisions: Sequence[Revision] = ()
-    skipped: int = 0
-    last_scene: str | None = None  # where the batch ended, offered to the session's next extraction
-
-
-@dataclass(frozen=True, slots=True)
-class JobScope:
-    """The jobs one caller may see: L1 jobs of its L0/L1 scopes' sessions, L2/L3 jobs of its profiles."""
-
-    memory_keys: tuple[str, ...] = ()
-    profile_keys: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, memory: MemoryScope, profile: ProfileScope) -> JobScope:
-        """The jobs of one L0/L1 scope and one L2/L3 profile."""
-        return cls((memory.key,), (profile.key,))
-
-
-@dataclass(frozen=True, slots=True)
-class Replayed:
-    """What a replay did: how many jobs it re-queued, or the ids it could not find (then it changed nothing)."""
-
-    count: int = 0
-    missing: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class PipelineCounts:
-    """Open work by stage, for /v2/pipeline/status."""
-
-    queued: dict[str, list[str]] = field(default_factory=dict)  # kind -> targets
-    running: dict[str, list[str]] = field(default_factory=dict)
-    dead: dict[str, int] = field(default_factory=dict)
-    waiting_sessions: int = 0  # sessions with messages not yet extracted and no open job
 
 
 class PipelineStore(ABC):
@@ -118,11 +35,14 @@ class PipelineStore(ABC):
 
     # -- scheduling ------------------------------------------------------------------------
     @abstractmethod
-    def schedule(self, now_ms: int, schedule: Schedule, limit: int = 100) -> int:
-        """Open L1 jobs for due sessions and L2 jobs for due profiles; returns how many were opened.
+    def schedule(self, now_ms: int, schedule: SchedulePolicy, limit: int = 100) -> int:
+        """Open L1 jobs for the sessions `schedule.sessions_due(now_ms)` selects and L2 jobs for the profiles
+        whose L2 due time has come; returns how many were opened.
 
-        A session whose L1 job was dead-lettered is not due again until a message newer than the failure
-        arrives or the dead job is replayed.
+        An opened session's rounds and flush request are reset and its threshold becomes
+        `schedule.next_threshold(threshold)`; an opened profile's due time is cleared. A session held after a
+        dead-lettered L1 job (see `fail`) is not due again until a message newer than the failure arrives or
+        the dead job is replayed.
         """
 
     @abstractmethod
@@ -148,9 +68,14 @@ class PipelineStore(ABC):
         """Mark a leased job done."""
 
     @abstractmethod
-    def fail(self, job: Job, owner: str, error: str, now_ms: int, retry_at_ms: int | None) -> None:
-        """Record a failure: retried at `retry_at_ms`, or dead-lettered when None (an L1 job's session is then
-        held: see `schedule`)."""
+    def fail(
+        self, job: Job, owner: str, error: str, now_ms: int, retry_at_ms: int | None, hold_session: bool = False
+    ) -> None:
+        """Record a failure: retried at `retry_at_ms`, or dead-lettered when None.
+
+        `hold_session` (an L1 job's): its session is held, not due again until a message newer than the
+        failure arrives or the job is replayed (see `schedule`).
+        """
 
     # `scope` narrows the next three to the jobs (and sessions) one caller may see; None: the whole tenant.
     @abstractmethod
@@ -184,12 +109,14 @@ class PipelineStore(ABC):
         cursor: int,
         outcome: L1Outcome,
         now_ms: int,
-        schedule: Schedule,
+        schedule: SchedulePolicy,
         more: bool,
     ) -> list[AtomicRecord]:
         """Write the batch's memories, advance the cursor, finish the job and schedule L2, atomically.
 
         `more`: the session has further messages after this batch; a follow-up L1 job is opened.
+        When memories were stored or revised, the profile's L2 becomes due at `schedule.l2_due_ms` and
+        they count towards its next persona.
 
         Returns the stored new and revised memories. Raises LeaseLost when the job is no longer
         `owner`'s (another worker took it over): then nothing is written.
@@ -209,8 +136,9 @@ class PipelineStore(ABC):
         the first), oldest first."""
 
     @abstractmethod
-    def after_l2(self, job: Job, owner: str, profile: ProfileScope, now_ms: int, persona_every: int) -> bool:
-        """Finish an L2 job; opens an L3 job when the persona is due. True when L3 was opened."""
+    def after_l2(self, job: Job, owner: str, profile: ProfileScope, now_ms: int, persona_due: PersonaDue) -> bool:
+        """Finish an L2 job and record the run; opens an L3 job when `persona_due` says so for the profile's
+        progress. True when L3 was opened."""
 
     @abstractmethod
     def after_l3(self, job: Job, owner: str, profile: ProfileScope, now_ms: int) -> None:
@@ -220,7 +148,3 @@ class PipelineStore(ABC):
     @abstractmethod
     def atomic_history(self, service_id: str, atomic_id: str) -> list[dict[str, Any]]:
         """Retired versions of a memory and of the memories merged into it, oldest first."""
-
-
-class LeaseLost(Exception):
-    """Another worker owns the job now; this worker's results are discarded."""

@@ -8,28 +8,30 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memhub.index.tokenize import index_text
-from memhub.model.records import AtomicRecord
-from memhub.scope import MemoryScope, ProfileScope
-from memhub.store.pipeline import (
+from memhub.model.pipeline import (
     Job,
     JobKind,
     JobScope,
     L1Batch,
     L1Outcome,
     LeaseLost,
+    PersonaDue,
     PipelineCounts,
-    PipelineStore,
+    ProfileProgress,
     Replayed,
     Revision,
-    Schedule,
+    SchedulePolicy,
 )
+from memhub.model.records import AtomicRecord
+from memhub.scope import MemoryScope, ProfileScope
+from memhub.store.pipeline import PipelineStore
 from memhub.store.sqlite.fts import owner_prefix, qualify
 
 if TYPE_CHECKING:
     from memhub.store.sqlite.store import SQLiteStore
 
-# A session whose L1 job was dead-lettered waits for a message newer than the failure (or a replay): the
-# idle rule alone would otherwise open a job for the same failing batch on every poll, forever.
+# The sessions `SessionsDue` describes (its values: max rounds, min rounds, idle before); a session held
+# after a dead-lettered L1 job waits for a message newer than the failure (or a replay).
 _DUE_SESSIONS = (
     "SELECT * FROM pipeline_sessions WHERE last_rowid > l1_cursor "
     "AND (l1_dead_rowid IS NULL OR last_rowid > l1_dead_rowid) "
@@ -128,6 +130,15 @@ def _profile_job_scope(profile: ProfileScope) -> dict[str, str]:
     return {"service_id": p.service_id, "team_id": p.team_id, "agent_id": p.agent_id, "user_id": p.user_id}
 
 
+def _progress(row: sqlite3.Row) -> ProfileProgress:
+    return ProfileProgress(
+        l2_due_ms=row["l2_due_ms"],
+        last_l2_ms=row["last_l2_ms"],
+        persona_requested=bool(row["persona_requested"]),
+        memories_since_persona=row["memories_since_persona"],
+    )
+
+
 def _upsert_profile(con: sqlite3.Connection, profile: ProfileScope) -> None:
     con.execute(
         "INSERT INTO pipeline_profiles (profile_key, service_id, team_id, agent_id, user_id) VALUES (?, ?, ?, ?, ?) "
@@ -168,10 +179,9 @@ class SQLitePipelineStore(PipelineStore):
         with self.store._write() as con:
             return self._insert_job(con, service_id, kind, target, scope, run_after_ms)
 
-    def schedule(self, now_ms: int, schedule: Schedule, limit: int = 100) -> int:
-        # Without warm-up every session waits for N rounds; with it, for its current threshold (≤ N).
-        first = schedule.every_n_rounds if not schedule.warmup else 1
-        sessions = (schedule.every_n_rounds, first, now_ms - schedule.idle_ms)
+    def schedule(self, now_ms: int, schedule: SchedulePolicy, limit: int = 100) -> int:
+        due_sessions = schedule.sessions_due(now_ms)
+        sessions = (due_sessions.max_rounds, due_sessions.min_rounds, due_sessions.idle_before_ms)
         # Every worker polls twice a second: look before taking the write lock, which ingest needs.
         reader = self.store._reader()
         if not (
@@ -187,16 +197,10 @@ class SQLitePipelineStore(PipelineStore):
                 target = session_target(row["scope_key"], row["session_id"])
                 if self._insert_job(con, row["service_id"], "l1", target, scope, now_ms):
                     opened += 1
-                    # Warm-up, as in the original: extract after 1, then 2, 4 … rounds until every N.
-                    nxt = (
-                        min(row["threshold"] * 2, schedule.every_n_rounds)
-                        if schedule.warmup
-                        else schedule.every_n_rounds
-                    )
                     con.execute(
                         "UPDATE pipeline_sessions SET pending_rounds = 0, flush = 0, threshold = ? "
                         "WHERE scope_key = ? AND session_id = ?",
-                        (max(nxt, 1), row["scope_key"], row["session_id"]),
+                        (schedule.next_threshold(row["threshold"]), row["scope_key"], row["session_id"]),
                     )
             for row in con.execute(_DUE_PROFILES, (now_ms, limit)).fetchall():
                 profile = ProfileScope(row["service_id"], row["team_id"], row["agent_id"], row["user_id"])
@@ -271,7 +275,9 @@ class SQLitePipelineStore(PipelineStore):
             self._done(con, job, now_ms)
             return True
 
-    def fail(self, job: Job, owner: str, error: str, now_ms: int, retry_at_ms: int | None) -> None:
+    def fail(
+        self, job: Job, owner: str, error: str, now_ms: int, retry_at_ms: int | None, hold_session: bool = False
+    ) -> None:
         with self.store._write() as con:
             if not self._owned(con, job, owner):
                 return
@@ -281,7 +287,7 @@ class SQLitePipelineStore(PipelineStore):
                 "last_error = ?, updated_ms = ?, finished_ms = ? WHERE seq = ?",
                 (state, run_after, error[:2000], now_ms, now_ms if state == "dead" else None, job.seq),
             )
-            if state == "dead" and job.kind == "l1":
+            if state == "dead" and hold_session and job.kind == "l1":  # only an L1 job's target is a session
                 _hold_session(con, job.target, held=True)
 
     def jobs(self, service_id: str, states: Sequence[str], limit: int, scope: JobScope | None = None) -> list[Job]:
@@ -436,7 +442,7 @@ class SQLitePipelineStore(PipelineStore):
         cursor: int,
         outcome: L1Outcome,
         now_ms: int,
-        schedule: Schedule,
+        schedule: SchedulePolicy,
         more: bool,
     ) -> list[AtomicRecord]:
         with self.store._write() as con:
@@ -469,19 +475,13 @@ class SQLitePipelineStore(PipelineStore):
         return stored
 
     @staticmethod
-    def _due_l2(con: sqlite3.Connection, scope: MemoryScope, changed: int, now_ms: int, schedule: Schedule) -> None:
+    def _due_l2(
+        con: sqlite3.Connection, scope: MemoryScope, changed: int, now_ms: int, schedule: SchedulePolicy
+    ) -> None:
         profile = scope.profile
         _upsert_profile(con, profile)
         row = con.execute("SELECT * FROM pipeline_profiles WHERE profile_key = ?", (profile.key,)).fetchone()
-        # L2 a little after L1 (so one L2 covers a burst of batches), never sooner than the minimum
-        # interval, unless a flush asked for scenes and persona now.
-        due = now_ms + schedule.l2_delay_ms
-        if row["last_l2_ms"] is not None:
-            due = max(due, row["last_l2_ms"] + schedule.l2_min_interval_ms)
-        if row["persona_requested"]:
-            due = now_ms
-        if row["l2_due_ms"] is not None:
-            due = min(due, row["l2_due_ms"])
+        due = schedule.l2_due_ms(now_ms, _progress(row))
         con.execute(
             "UPDATE pipeline_profiles SET l2_due_ms = ?, memories_since_persona = memories_since_persona + ? "
             "WHERE profile_key = ?",
@@ -507,7 +507,7 @@ class SQLitePipelineStore(PipelineStore):
         )
         return [self.store._atomic(r) for r in rows]
 
-    def after_l2(self, job: Job, owner: str, profile: ProfileScope, now_ms: int, persona_every: int) -> bool:
+    def after_l2(self, job: Job, owner: str, profile: ProfileScope, now_ms: int, persona_due: PersonaDue) -> bool:
         with self.store._write() as con:
             if not self._owned(con, job, owner):
                 raise LeaseLost(f"job {job.seq} is no longer leased to {owner}")
@@ -517,10 +517,7 @@ class SQLitePipelineStore(PipelineStore):
             has_persona = con.execute(
                 "SELECT 1 FROM profile_documents WHERE scope_key = ? AND kind = 'core'", (profile.key,)
             ).fetchone()
-            # The original's persona triggers: requested, no persona yet, enough new memories since the last one.
-            due = row is not None and (
-                row["persona_requested"] or has_persona is None or row["memories_since_persona"] >= persona_every
-            )
+            due = row is not None and persona_due(_progress(row), has_persona is not None)
             if due:
                 self._insert_job(con, job.service_id, "l3", profile.key, _profile_job_scope(profile), now_ms)
             return bool(due)

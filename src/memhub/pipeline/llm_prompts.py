@@ -1,5 +1,4 @@
-"""Prompts for the LLM stages of the memory pipeline (our own wording of the original's L1 extraction, dedup,
-scene and persona instructions).
+"""Prompt templates for the LLM stages of the memory pipeline (our own wording of the original's L1–L3 prompts).
 
 Every builder returns `(system, user)`. Conversation text, memories, scenes and personas are DATA: they go into
 tagged blocks (`<new_messages>…</new_messages>` …) whose closing tags are neutralised inside the data, and
