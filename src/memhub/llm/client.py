@@ -26,7 +26,6 @@ from typing import Any
 
 import httpx
 
-from memhub.pipeline.types import PipelineError
 from memhub.provider_http import CallFailed, Clock, ProviderEndpoint, RetryableFailure, RetryPolicy
 
 __all__ = ["ChatClient", "ChatResult", "LLMConfig", "LLMError"]
@@ -36,11 +35,15 @@ log = logging.getLogger("memhub.llm")
 _MAX_RESPONSE_BYTES = 16 * 1024 * 1024  # a runaway provider must not exhaust memory
 
 
-class LLMError(PipelineError):
-    """A chat call failed; `retryable` says whether trying later may help, `status` is the HTTP status if any."""
+class LLMError(Exception):
+    """A chat call failed; `retryable` says whether trying later may help, `status` is the HTTP status if any.
+
+    A caller that retries later reads `retryable` (the pipeline worker does, as for its own stage errors).
+    """
 
     def __init__(self, message: str, retryable: bool = True, status: int | None = None) -> None:
-        super().__init__(message, retryable=retryable)
+        super().__init__(message)
+        self.retryable = retryable
         self.status = status
 
 
