@@ -1,9 +1,10 @@
 """A chat client for any OpenAI-compatible `POST {base_url}/chat/completions` endpoint (OpenAI, vLLM, Ollama,
-LiteLLM, DeepSeek, Hunyuan ...), over one thread-safe `httpx.Client`.
+LiteLLM, DeepSeek, Hunyuan ...), over one thread-safe `httpx.Client` (a `ProviderEndpoint`, which the embedder
+uses too).
 
 Time bound. `timeout_ms` bounds one attempt (connect, send, every read, and the whole body); `budget_ms` bounds
 the whole `complete()` call, retries and backoff included (default: twice `timeout_ms`, so one stalled attempt
-still gets a second chance). An attempt is only started when `_MIN_ATTEMPT_S` fits in what is left, and each
+still gets a second chance). An attempt is only started when its pause plus 50 ms fits in what is left, and each
 attempt gets min(timeout, time left). Timeouts, connection errors, malformed 2xx bodies, 408, 429 and 5xx are
 retried up to `max_retries` times with exponential backoff and full jitter; a 429's `Retry-After` is honoured up
 to `retry_after_max_ms`. Any other 4xx is final (`retryable=False`), except a 400 that names `response_format`:
@@ -19,38 +20,30 @@ from __future__ import annotations
 import json
 import logging
 import random
-import time
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
 import httpx
 
-from memhub.pipeline.types import PipelineError
-from memhub.provider_http import (
-    Clock,
-    ProviderBroken,
-    ProviderTimeout,
-    ProviderUnreachable,
-    error_detail,
-    post_json,
-    redact,
-    retry_after,
-)
+from memhub.provider_http import CallFailed, Clock, ProviderEndpoint, RetryableFailure, RetryPolicy
 
 __all__ = ["ChatClient", "ChatResult", "LLMConfig", "LLMError"]
 
 log = logging.getLogger("memhub.llm")
 
-_MIN_ATTEMPT_S = 0.05  # do not start an attempt that could not possibly finish
 _MAX_RESPONSE_BYTES = 16 * 1024 * 1024  # a runaway provider must not exhaust memory
 
 
-class LLMError(PipelineError):
-    """A chat call failed; `retryable` says whether trying later may help, `status` is the HTTP status if any."""
+class LLMError(Exception):
+    """A chat call failed; `retryable` says whether trying later may help, `status` is the HTTP status if any.
+
+    A caller that retries later reads `retryable` (the pipeline worker does, as for its own stage errors).
+    """
 
     def __init__(self, message: str, retryable: bool = True, status: int | None = None) -> None:
-        super().__init__(message, retryable=retryable)
+        super().__init__(message)
+        self.retryable = retryable
         self.status = status
 
 
@@ -91,15 +84,6 @@ class ChatResult:
     attempts: int = 1
 
 
-class _Retryable(Exception):
-    """An attempt failed in a way another attempt may fix; `retry_after` is the provider's hint in seconds."""
-
-    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
-
-
 class _NoResponseFormat(Exception):
     """The server rejected `response_format`; resend without it."""
 
@@ -126,21 +110,23 @@ class ChatClient:
             raise ValueError(f"LLM base_url must be an http(s) URL with a host, got {base_url!r}")
         self.config = config
         self.model = model
-        self._clock = clock or Clock()
         self._url = url
         self._source = f"LLM {url.host}"
-        self._api_key = config.api_key
-        self._timeout_s = config.timeout_ms / 1000
-        self._budget_s = config.total_budget_ms / 1000
         # Flipped (once, never back) when the server says it does not know response_format; a plain bool
         # write is atomic, and a race only costs one more 400 round trip.
         self._send_response_format = config.response_format
         self._closed = False
-        headers = {"Accept": "application/json", "User-Agent": "memhub"}
-        if config.api_key:
-            headers["Authorization"] = f"Bearer {config.api_key}"
-        # follow_redirects=False: a redirect would re-send the conversation (and possibly the key) elsewhere.
-        self._client = httpx.Client(headers=headers, timeout=self._timeout_s, follow_redirects=False)
+        self._endpoint = ProviderEndpoint(
+            url,
+            api_key=config.api_key,
+            source=self._source,
+            retry_statuses=frozenset({408, 429}),
+            budget_s=config.total_budget_ms / 1000,
+            attempt_timeout_s=config.timeout_ms / 1000,
+            max_bytes=_MAX_RESPONSE_BYTES,
+            log=log,
+            clock=clock,
+        )
 
     def complete(self, messages: list[dict[str, Any]], *, json_mode: bool = False) -> ChatResult:
         """One chat completion (retried within the budget); raises LLMError."""
@@ -148,58 +134,25 @@ class ChatClient:
             raise LLMError(f"{self._source}: client is closed", retryable=False)
         if not messages:
             raise LLMError(f"{self._source}: no messages to send", retryable=False)
-        now = self._clock.monotonic
-        started = now()
-        deadline = started + self._budget_s
-        attempts = 0
-        dropped_format = False
-        while True:
-            attempts += 1
-            with_format = json_mode and self._send_response_format
-            payload = self._payload(messages, with_format)
-            try:
-                status, content = self._post(payload, deadline)
-                text, model, usage, finish = self._parse(status, content)
-            except _NoResponseFormat:
-                if not with_format or dropped_format:
-                    raise LLMError(
-                        f"{self._source} rejected the request (HTTP 400: response_format)", False, 400
-                    ) from None
-                log.info("%s does not accept response_format; JSON mode continues by prompt only", self._source)
-                self._send_response_format = False
-                dropped_format = True
-                attempts -= 1  # the format fallback is not a failure of the provider
-                continue
-            except _Retryable as exc:
-                remaining = deadline - now()
-                pause = self._backoff(attempts)
-                if exc.retry_after is not None:
-                    pause = max(pause, min(exc.retry_after, self.config.retry_after_max_ms / 1000))
-                if attempts > self.config.max_retries or pause + _MIN_ATTEMPT_S > remaining:
-                    elapsed = now() - started
-                    raise LLMError(
-                        f"{self._source} failed after {attempts} attempt(s) in {elapsed:.2f}s: {exc}",
-                        retryable=True,
-                        status=exc.status,
-                    ) from None
-                log.debug("%s: attempt %d failed (%s); retrying in %.2fs", self._source, attempts, exc, pause)
-                self._clock.sleep(pause)
-                continue
-            latency_ms = int((now() - started) * 1000)
-            return ChatResult(
-                text=text,
-                model=model or self.model,
-                prompt_tokens=usage[0],
-                completion_tokens=usage[1],
-                latency_ms=latency_ms,
-                finish_reason=finish,
-                attempts=attempts,
-            )
+        try:
+            outcome = self._endpoint.call(lambda deadline: self._attempt(messages, json_mode, deadline), self._policy())
+        except CallFailed as exc:
+            raise LLMError(str(exc), retryable=exc.retryable, status=exc.status) from None
+        text, model, usage, finish = outcome.value
+        return ChatResult(
+            text=text,
+            model=model or self.model,
+            prompt_tokens=usage[0],
+            completion_tokens=usage[1],
+            latency_ms=int(outcome.elapsed_s * 1000),
+            finish_reason=finish,
+            attempts=outcome.attempts,
+        )
 
     def close(self) -> None:
         """Release the connection pool; later calls fail with a non-retryable LLMError."""
         self._closed = True
-        self._client.close()
+        self._endpoint.close()
 
     def __enter__(self) -> ChatClient:
         return self
@@ -226,40 +179,46 @@ class ChatClient:
             body["response_format"] = {"type": "json_object"}
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
+    def _policy(self) -> RetryPolicy:
+        # Read from `config` at every call, like the request fields, so a replaced config applies to the next call.
+        return RetryPolicy(
+            max_retries=self.config.max_retries,
+            backoff=self._backoff,
+            retry_after_cap_s=self.config.retry_after_max_ms / 1000,
+        )
+
     def _backoff(self, attempt: int) -> float:
         """Full-jitter exponential backoff before retry `attempt` (1-based), in seconds."""
         ceiling = min(self.config.backoff_max_ms, self.config.backoff_base_ms * 2 ** (attempt - 1)) / 1000
         # Jitter spreads retries of many workers hitting the same rate limit; the floor keeps some spacing.
         return ceiling * random.uniform(0.5, 1.0)
 
-    def _post(self, payload: bytes, deadline: float) -> tuple[int, bytes]:
-        """One HTTP attempt; returns (status, body) for a 2xx, raises _Retryable, _NoResponseFormat or LLMError."""
-        remaining = min(self._timeout_s, deadline - self._clock.monotonic())
-        if remaining <= 0:
-            raise _Retryable("no time left within the call's budget")
-        attempt_deadline = time.monotonic() + remaining  # the socket's own time, whatever the budget's clock
-        try:
-            status, content, headers = post_json(
-                self._client,
-                self._url,
-                payload,
-                timeout_s=remaining,
-                deadline=attempt_deadline,
-                max_bytes=_MAX_RESPONSE_BYTES,
-            )
-        except ProviderTimeout as exc:
-            raise _Retryable(f"timed out after {remaining:.2f}s ({exc.kind})") from None
-        except ProviderUnreachable as exc:
-            raise _Retryable(f"connection failed ({exc.kind}: {self._redact(exc.detail)})") from None
-        except ProviderBroken as exc:
-            raise LLMError(f"{self._source}: {self._redact(str(exc))}", retryable=False) from None
+    def _attempt(
+        self, messages: list[dict[str, Any]], json_mode: bool, deadline: float
+    ) -> tuple[str, str | None, tuple[int, int], str | None]:
+        """One attempt (two requests when the server turns JSON mode down); raises RetryableFailure or LLMError."""
+        while True:
+            with_format = json_mode and self._send_response_format
+            try:
+                status, content = self._post(self._payload(messages, with_format), deadline)
+            except _NoResponseFormat:
+                # Once dropped, the format is never sent again by this client, so a second refusal ends here.
+                if not with_format:
+                    raise LLMError(
+                        f"{self._source} rejected the request (HTTP 400: response_format)", False, 400
+                    ) from None
+                log.info("%s does not accept response_format; JSON mode continues by prompt only", self._source)
+                self._send_response_format = False
+                continue  # the format fallback is not a failure of the provider: same attempt, same deadline
+            return self._parse(status, content)
 
+    def _post(self, payload: bytes, deadline: float) -> tuple[int, bytes]:
+        """One HTTP request; returns (status, body) for a 2xx, raises RetryableFailure, _NoResponseFormat or
+        CallFailed / LLMError when it is final."""
+        status, content = self._endpoint.post(payload, deadline)
         if 200 <= status < 300:
             return status, content
-        detail = self._error_detail(content)
-        message = f"HTTP {status}" + (f": {detail}" if detail else "")
-        if status in (408, 429) or status >= 500:
-            raise _Retryable(message, status, retry_after(headers.get("retry-after")))
+        message = self._endpoint.http_error(status, content)
         if status == 400 and "response_format" in content.decode("utf-8", "replace").lower():
             raise _NoResponseFormat()
         if status in (401, 403):
@@ -272,15 +231,15 @@ class ChatClient:
             doc = json.loads(content)
         except (ValueError, UnicodeDecodeError):
             # A proxy hiccup (truncated or HTML body) is usually transient.
-            raise _Retryable(f"invalid JSON body (HTTP {status}, {len(content)} bytes)", status) from None
+            raise RetryableFailure(f"invalid JSON body (HTTP {status}, {len(content)} bytes)", status) from None
         if not isinstance(doc, dict):
-            raise _Retryable(f"response body is not an object (HTTP {status})", status)
+            raise RetryableFailure(f"response body is not an object (HTTP {status})", status)
         if isinstance(doc.get("error"), dict | str):  # some gateways report errors with a 200
             detail = self._error_detail(content)
-            raise _Retryable(f"error in a {status} response: {detail}", status)
+            raise RetryableFailure(f"error in a {status} response: {detail}", status)
         choices = doc.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise _Retryable(f"response has no choices (HTTP {status})", status)
+            raise RetryableFailure(f"response has no choices (HTTP {status})", status)
         choice = choices[0]
         message = choice.get("message")
         text = _message_text(message.get("content") if isinstance(message, dict) else None)
@@ -290,10 +249,7 @@ class ChatClient:
         return text, model, (_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))), finish
 
     def _error_detail(self, content: bytes) -> str:
-        return error_detail(content, self._api_key)
-
-    def _redact(self, text: str) -> str:
-        return redact(text, self._api_key)
+        return self._endpoint.error_detail(content)
 
 
 def _message_text(content: Any) -> str:

@@ -3,8 +3,8 @@
 Each stage makes one call (extraction: one per ≤10 new messages) through `ChatClient`, reads the answer with
 `parse_json_loose` and validates every field against the contracts in `llm_prompts`: what fails validation is
 dropped, never guessed. An answer that is not JSON at all gets one re-ask; if that fails too the stage raises
-`PipelineError(retryable=True)` so the job is retried later and no input is skipped. `LLMError` (a
-PipelineError) from the client propagates unchanged, with its own `retryable`.
+`PipelineError(retryable=True)` so the job is retried later and no input is skipped. `LLMError` from the
+client propagates unchanged, with its own `retryable`, which the worker reads as it does a PipelineError's.
 
 Usage for the generation log: after each call of `extract` / `decide` / `plan` / `write`, the stage's
 `last_usage` (a `StageUsage`: model, calls, tokens, latency, re-asks) describes the LLM calls that call made,

@@ -75,7 +75,8 @@ class Extractor(Protocol):
         mode: PromptMode = "chat",
         custom_prompt: str | None = None,
     ) -> list[Candidate]:
-        """Candidates in the user's language; raises PipelineError (retryable or not) on failure."""
+        """Candidates in the user's language; raises PipelineError or the LLM client's LLMError (each retryable
+        or not) on failure."""
 
 
 class Deduplicator(Protocol):
@@ -86,7 +87,11 @@ class Deduplicator(Protocol):
 
 
 class PipelineError(Exception):
-    """A stage failed; `retryable` says whether the job should be tried again later."""
+    """A stage failed; `retryable` says whether the job should be tried again later.
+
+    The LLM client's `LLMError` is not one (the client knows nothing of the pipeline) but carries the same
+    `retryable`; the worker reads that attribute from whatever a job raises.
+    """
 
     def __init__(self, message: str, *, retryable: bool = True) -> None:
         super().__init__(message)

@@ -1,14 +1,15 @@
 """An embedder for any OpenAI-compatible `POST {base_url}/embeddings` endpoint (OpenAI, Azure-style proxies,
-vLLM, Ollama, TEI, LiteLLM ...), over one thread-safe `httpx.Client` per embedder.
+vLLM, Ollama, TEI, LiteLLM ...), over one thread-safe `httpx.Client` per embedder (a `ProviderEndpoint`, which
+the chat client uses too).
 
 Time bound. One provider request (one batch; `embed_query` is one request) is bounded by `timeout_ms`, retries
 included. Every attempt gets the time left until that deadline as its httpx timeout (which httpx applies per
 socket operation: connect, send, each read); the response body is read in chunks and abandoned once the deadline
-has passed; a retry is started only when its backoff plus `_MIN_ATTEMPT_S` still fit. So a refused or reset
+has passed; a retry is started only when its backoff plus 50 ms still fit. So a refused or reset
 connection, 429/5xx, a server that accepts but never answers, and a slow answer all end within `timeout_ms`
 (plus a few ms). Worst cases: a slow connect followed by a silent server can take up to 2 x `timeout_ms`, and
 only a server trickling its status line and headers a byte at a time could stretch an attempt further. A timeout
-is therefore never retried; quick failures are: connection refused/reset, 429 and 5xx get up to `_RETRIES`
+is therefore never retried; quick failures are: connection refused/reset, 429 and 5xx get up to 2
 retries after short backoffs (a `Retry-After` that does not fit in the time left ends the call at once).
 `embed_documents` sends ceil(n / batch_size) requests one after another and stops at the first that fails, so
 it is bounded by that many times `timeout_ms`.
@@ -24,23 +25,13 @@ import binascii
 import json
 import logging
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import httpx
 import numpy as np
 
-from memhub.provider_http import (
-    Clock,
-    ProviderBroken,
-    ProviderTimeout,
-    ProviderUnreachable,
-    error_detail,
-    post_json,
-    redact,
-    retry_after,
-)
+from memhub.provider_http import CallFailed, Clock, ProviderEndpoint, RetryPolicy
 from memhub.retrieval.embed.base import (
     Embedder,
     EmbeddingConfig,
@@ -55,18 +46,14 @@ __all__ = ["OpenAIEmbedder"]
 
 log = logging.getLogger("memhub.retrieval.embed")
 
-_RETRIES = 2  # retries after the first attempt, for connection errors, 429 and 5xx
 _BACKOFF_S = (0.1, 0.4)  # sleep before retry 1 and 2 (capped by the time left)
-_MIN_ATTEMPT_S = 0.05  # do not start an attempt that could not possibly finish
 _MAX_RESPONSE_BYTES = 256 * 1024 * 1024  # a runaway provider must not exhaust memory
-
-
-class _Retryable(Exception):
-    """An attempt failed in a way another attempt may fix; `retry_after` is the provider's hint in seconds."""
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
+# Two retries after the first attempt, for connection errors, 429 and 5xx; a provider's Retry-After is honoured
+# in full (uncapped): one that does not fit in the time left ends the call at once.
+_RETRY = RetryPolicy(
+    max_retries=2,
+    backoff=lambda attempt: _BACKOFF_S[min(attempt - 1, len(_BACKOFF_S) - 1)],
+)
 
 
 class OpenAIEmbedder(Embedder):
@@ -92,22 +79,26 @@ class OpenAIEmbedder(Embedder):
         self._url = url
         # Messages name the host only: a base_url may carry credentials in its userinfo or query string.
         self._source = f"embedding provider {url.host}"
-        self._api_key = config.api_key
         self._dimensions = config.dimensions
         self._send_dimensions = config.send_dimensions
         self._batch_size = config.batch_size
         self._max_chars = config.max_chars
-        self._timeout_s = config.timeout_ms / 1000
-        self._clock = clock or Clock()
         # None until configured or learned from the first response; every later response must match it.
         self._dim: int | None = config.dimensions
         self._dim_lock = threading.Lock()
         self._closed = False
-        headers = {"Accept": "application/json", "User-Agent": "memhub"}
-        if config.api_key:
-            headers["Authorization"] = f"Bearer {config.api_key}"
-        # follow_redirects=False: a redirect would re-send the texts (and possibly the key) somewhere else.
-        self._client = httpx.Client(headers=headers, timeout=self._timeout_s, follow_redirects=False)
+        # One timeout bounds a whole request, retries included (no separate per-attempt bound).
+        self._endpoint = ProviderEndpoint(
+            url,
+            api_key=config.api_key,
+            source=self._source,
+            retry_statuses=frozenset({429}),
+            budget_s=config.timeout_ms / 1000,
+            attempt_timeout_s=None,
+            max_bytes=_MAX_RESPONSE_BYTES,
+            log=log,
+            clock=clock,
+        )
 
     # -- Embedder ------------------------------------------------------------------------------------------------
 
@@ -137,7 +128,7 @@ class OpenAIEmbedder(Embedder):
 
     def close(self) -> None:
         self._closed = True
-        self._client.close()
+        self._endpoint.close()
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(model_id={self.model_id!r}, host={self._url.host!r})"
@@ -152,57 +143,20 @@ class OpenAIEmbedder(Embedder):
             body["dimensions"] = self._dimensions
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
 
-        now = self._clock.monotonic
-        started = now()
-        deadline = started + self._timeout_s
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                status, content = self._post(payload, deadline)
-            except _Retryable as exc:
-                remaining = deadline - now()
-                pause = _BACKOFF_S[min(attempts - 1, len(_BACKOFF_S) - 1)]
-                if exc.retry_after is not None:
-                    pause = max(pause, exc.retry_after)
-                if attempts > _RETRIES or pause + _MIN_ATTEMPT_S > remaining:
-                    elapsed = now() - started
-                    raise EmbeddingError(
-                        f"{self._source} failed after {attempts} attempt(s) in {elapsed:.2f}s: {exc}"
-                    ) from None
-                log.debug("%s: attempt %d failed (%s); retrying in %.2fs", self._source, attempts, exc, pause)
-                self._clock.sleep(pause)
-                continue
-            return self._parse(status, content, len(batch))
+        try:
+            outcome = self._endpoint.call(lambda deadline: self._post(payload, deadline), _RETRY)
+        except CallFailed as exc:
+            raise EmbeddingError(str(exc)) from None
+        status, content = outcome.value
+        return self._parse(status, content, len(batch))
 
     def _post(self, payload: bytes, deadline: float) -> tuple[int, bytes]:
-        """One HTTP attempt; returns (status, body) for a 2xx, raises _Retryable or EmbeddingError otherwise."""
-        remaining = deadline - self._clock.monotonic()
-        if remaining <= 0:
-            raise _Retryable(f"no time left within the {self._timeout_s:g}s timeout")
-        try:
-            status, content, headers = post_json(
-                self._client,
-                self._url,
-                payload,
-                timeout_s=remaining,
-                deadline=time.monotonic() + remaining,  # the socket's own time, whatever the budget's clock
-                max_bytes=_MAX_RESPONSE_BYTES,
-            )
-        except ProviderTimeout as exc:
-            raise _Retryable(f"timed out after {self._timeout_s:g}s ({exc.kind})") from None
-        except ProviderUnreachable as exc:
-            raise _Retryable(f"connection failed ({exc.kind}: {self._redact(exc.detail)})") from None
-        except ProviderBroken as exc:
-            raise EmbeddingError(f"{self._source}: {self._redact(str(exc))}") from None
-
+        """One HTTP attempt; returns (status, body) for a 2xx, raises RetryableFailure, CallFailed or
+        EmbeddingError otherwise."""
+        status, content = self._endpoint.post(payload, deadline)
         if 200 <= status < 300:
             return status, content
-        detail = self._error_detail(content)
-        message = f"HTTP {status}" + (f": {detail}" if detail else "")
-        if status == 429 or status >= 500:
-            raise _Retryable(message, retry_after(headers.get("retry-after")))
-        raise EmbeddingError(f"{self._source} returned {message}")
+        raise EmbeddingError(f"{self._source} returned {self._endpoint.http_error(status, content)}")
 
     def _parse(self, status: int, content: bytes, n: int) -> np.ndarray:
         try:
@@ -257,9 +211,3 @@ class OpenAIEmbedder(Embedder):
             if self._dim is None:
                 self._dim = got
             return self._dim
-
-    def _error_detail(self, content: bytes) -> str:
-        return error_detail(content, self._api_key)
-
-    def _redact(self, text: str) -> str:
-        return redact(text, self._api_key)
