@@ -8,7 +8,13 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from memhub.knowledge.codegraph.remote import allowlist_entry
+from memhub.knowledge.build_queue import QueueLimits
+from memhub.knowledge.codegraph.kind import CODE_GRAPH
+from memhub.knowledge.codegraph.remote import RemotePolicy, allowlist_entry
+from memhub.knowledge.codegraph.service import CodeGraphConfig
+from memhub.knowledge.service import ResourceConfig
+from memhub.knowledge.wiki.kind import WIKI
+from memhub.knowledge.wiki.service import WikiConfig
 from memhub.llm.client import LLMConfig
 from memhub.meta.origins import KnowledgeOrigins, origin_of, parse_allowlist_entry
 from memhub.pipeline.config import PipelineConfig
@@ -233,6 +239,36 @@ class Settings(BaseSettings):
     def knowledge_origins(self) -> KnowledgeOrigins:
         """The origins a knowledge service_url may use: this server's public URL and the allow-list."""
         return KnowledgeOrigins.of(self.knowledge_url(), self.knowledge_url_allowlist)
+
+    def knowledge_configs(self) -> dict[str, ResourceConfig]:
+        """Each knowledge kind's service config, by kind name (memhub.knowledge.services)."""
+        files_root, public_url = self.data_dir / "knowledge", self.knowledge_url()
+        wiki = WikiConfig(
+            files_root=files_root,
+            public_url=public_url,
+            source_roots=tuple(p.resolve() for p in self.wiki_source_roots),
+            builds=QueueLimits(
+                self.wiki_build_workers,
+                self.wiki_build_timeout_seconds,
+                self.knowledge_build_queue_per_tenant,
+                "MEMHUB_WIKI_BUILD_TIMEOUT_SECONDS",
+            ),
+            llm=self.llm_config(),
+        )
+        code_graph = CodeGraphConfig(
+            files_root=files_root,
+            public_url=public_url,
+            source_roots=tuple(p.resolve() for p in self.code_source_roots),
+            builds=QueueLimits(
+                self.code_graph_build_workers,
+                self.code_graph_build_timeout_seconds,
+                self.knowledge_build_queue_per_tenant,
+                "MEMHUB_CODE_GRAPH_BUILD_TIMEOUT_SECONDS",
+            ),
+            git_timeout=self.code_graph_git_timeout_seconds,
+            remotes=RemotePolicy(self.code_graph_allow_ssh, tuple(self.code_graph_host_allowlist)),
+        )
+        return {WIKI.name: wiki, CODE_GRAPH.name: code_graph}
 
     @field_validator(
         "strict_isolation",

@@ -30,21 +30,13 @@ from memhub.api.routes import (
     pipeline,
     profile,
 )
-from memhub.api.routes.code_graph import ROUTES as CODE_GRAPH_ROUTES
 from memhub.api.routes.health import health_payload
-from memhub.api.routes.knowledge import OFFER_ROUTES
-from memhub.api.routes.knowledge import ROUTES as KNOWLEDGE_ROUTES
+from memhub.api.routes.knowledge_kinds import knowledge_routes
 from memhub.api.routes.meta import INTERNAL_ROUTES, META_ROUTES
-from memhub.api.routes.tools import ROUTES as TOOLS_ROUTES
-from memhub.api.routes.wiki import ROUTES as WIKI_ROUTES
 from memhub.context import ContextComposer
 from memhub.errors import HttpStatusError, MemhubError, RequestTimeout
 from memhub.gateway_key import GatewayKey
-from memhub.knowledge.build_queue import QueueLimits
-from memhub.knowledge.codegraph.remote import RemotePolicy
-from memhub.knowledge.codegraph.service import CodeGraphConfig
 from memhub.knowledge.services import KnowledgeServices
-from memhub.knowledge.wiki.service import WikiConfig
 from memhub.memory.chat_memory import ChatMemoryService
 from memhub.memory.embedding import EmbeddingRuntime
 from memhub.memory.prompt_access import PromptAccess
@@ -112,36 +104,11 @@ def create_app(
     worker = pipeline_worker(settings, store, memory) if settings.pipeline_enabled and not knowledge_only else None
     generator = worker.runner.stages.generator if worker is not None else "none"
     memory = replace(memory, pipeline=PipelineService(store, worker, generator))
-    wiki_config = WikiConfig(
-        files_root=settings.data_dir / "knowledge",
-        public_url=settings.knowledge_url(),
-        source_roots=tuple(p.resolve() for p in settings.wiki_source_roots),
-        builds=QueueLimits(
-            settings.wiki_build_workers,
-            settings.wiki_build_timeout_seconds,
-            settings.knowledge_build_queue_per_tenant,
-            "MEMHUB_WIKI_BUILD_TIMEOUT_SECONDS",
-        ),
-        llm=settings.llm_config(),
-    )
-    code_graph_config = CodeGraphConfig(
-        files_root=settings.data_dir / "knowledge",
-        public_url=settings.knowledge_url(),
-        source_roots=tuple(p.resolve() for p in settings.code_source_roots),
-        builds=QueueLimits(
-            settings.code_graph_build_workers,
-            settings.code_graph_build_timeout_seconds,
-            settings.knowledge_build_queue_per_tenant,
-            "MEMHUB_CODE_GRAPH_BUILD_TIMEOUT_SECONDS",
-        ),
-        git_timeout=settings.code_graph_git_timeout_seconds,
-        remotes=RemotePolicy(settings.code_graph_allow_ssh, tuple(settings.code_graph_host_allowlist)),
-    )
     knowledge = KnowledgeServices.over(
         store.meta,
         meta.config,
-        wiki_config,
-        code_graph_config,
+        settings.knowledge_configs(),
+        public_url=settings.knowledge_url(),
         language=settings.knowledge_language,
         open_tools=open_tools,
         origins=origins,
@@ -174,15 +141,10 @@ def create_app(
         return JSONResponse(payload)
 
     management = MetaPlane(auth, meta, settings.max_body_bytes, knowledge, settings.body_read_timeout_seconds)
-    knowledge_routes = [
-        ("/v3/wiki", WIKI_ROUTES, "wiki"),
-        ("/v3/code-graph", CODE_GRAPH_ROUTES, "code-graph"),
-        ("/v3/tools", TOOLS_ROUTES, "tools"),
-        ("/v3/knowledge", [*KNOWLEDGE_ROUTES, *OFFER_ROUTES], "knowledge"),
-    ]
-    for prefix, routes, tag in knowledge_routes:
+    knowledge_groups = knowledge_routes()
+    for prefix, routes, tag in knowledge_groups:
         management.mount(app, prefix, routes, tag=tag)
-    models = [r.model for _, routes, _ in knowledge_routes for r in routes]
+    models = [r.model for _, routes, _ in knowledge_groups for r in routes]
     if not knowledge_only:
         plane = DataPlane(
             auth, memory, meta, settings.max_body_bytes, settings.strict_isolation, settings.body_read_timeout_seconds

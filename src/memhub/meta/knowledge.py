@@ -25,7 +25,6 @@ from memhub.meta.guards import is_team_admin, membership
 from memhub.meta.origins import KnowledgeOrigins
 from memhub.store.meta import MetaKind, MetaReader, MetaStore, MetaWriter, Row
 
-KNOWLEDGE_TYPES = ("wiki", "code-graph")
 SUMMARY_MAX = 256
 DELETE_MAX = 100
 LIST_IDS_MAX = 200
