@@ -32,7 +32,7 @@ from memhub.meta.caller import Caller
 from memhub.meta.keys import load_key_hasher
 from memhub.meta.services import MetaServices
 from memhub.scope import Isolation
-from memhub.store.sqlite import SQLiteStore
+from memhub.store.sqlite.store import SQLiteStore
 
 DEFAULT_OUT = HERE / "results" / "meta.json"
 AIM_ADDED_MS = 1.0

@@ -64,8 +64,8 @@ from typing import Any
 import docx
 
 from common import HERE, Latency, Server, client, git_rev, running_server
-from memhub.knowledge.wiki.build import BuildReport, build_generation
 from memhub.knowledge.wiki.index import write_index
+from memhub.knowledge.wiki.indexer import BuildReport, build_generation
 from memhub.knowledge.wiki.snapshot import WikiSnapshot
 from memhub.knowledge.wiki.sources import extract_directory
 

@@ -12,9 +12,12 @@ from dataclasses import dataclass
 
 from memhub.context import ContextComposer
 from memhub.knowledge.build_queue import QueueLimits
+from memhub.knowledge.codegraph.kind import CODE_GRAPH
 from memhub.knowledge.codegraph.remote import RemotePolicy
 from memhub.knowledge.codegraph.service import CodeGraphConfig
+from memhub.knowledge.service import ResourceConfig
 from memhub.knowledge.services import KnowledgeServices
+from memhub.knowledge.wiki.kind import WIKI
 from memhub.knowledge.wiki.service import WikiConfig
 from memhub.memory.chat_memory import ChatMemoryService
 from memhub.memory.embedding import EmbeddingRuntime
@@ -113,11 +116,12 @@ def pipeline_worker(settings: Settings, store: MemoryStore, memory: MemoryServic
     return PipelineWorker(store, runner, config)
 
 
-def knowledge_services(settings: Settings, store: MemoryStore, meta: MetaServices) -> KnowledgeServices:
-    """Wikis, code graphs, tool dispatch and the `<knowledge_tools>` offer, configured from settings."""
+def knowledge_configs(settings: Settings) -> dict[str, ResourceConfig]:
+    """Each knowledge kind's service config, by kind name (memhub.knowledge.services)."""
+    files_root, public_url = settings.data_dir / "knowledge", settings.knowledge_url()
     wiki = WikiConfig(
-        files_root=settings.data_dir / "knowledge",
-        public_url=settings.knowledge_url(),
+        files_root=files_root,
+        public_url=public_url,
         source_roots=tuple(p.resolve() for p in settings.wiki_source_roots),
         builds=QueueLimits(
             settings.wiki_build_workers,
@@ -128,8 +132,8 @@ def knowledge_services(settings: Settings, store: MemoryStore, meta: MetaService
         llm=settings.llm_config(),
     )
     code_graph = CodeGraphConfig(
-        files_root=settings.data_dir / "knowledge",
-        public_url=settings.knowledge_url(),
+        files_root=files_root,
+        public_url=public_url,
         source_roots=tuple(p.resolve() for p in settings.code_source_roots),
         builds=QueueLimits(
             settings.code_graph_build_workers,
@@ -140,11 +144,16 @@ def knowledge_services(settings: Settings, store: MemoryStore, meta: MetaService
         git_timeout=settings.code_graph_git_timeout_seconds,
         remotes=RemotePolicy(settings.code_graph_allow_ssh, tuple(settings.code_graph_host_allowlist)),
     )
+    return {WIKI.name: wiki, CODE_GRAPH.name: code_graph}
+
+
+def knowledge_services(settings: Settings, store: MemoryStore, meta: MetaServices) -> KnowledgeServices:
+    """Every registered knowledge kind's service, tool dispatch and the `<knowledge_tools>` offer, from settings."""
     return KnowledgeServices.over(
         store.meta,
         meta.config,
-        wiki,
-        code_graph,
+        knowledge_configs(settings),
+        public_url=settings.knowledge_url(),
         language=settings.knowledge_language,
         open_tools=settings.knowledge_tools_auth == "open",
         origins=settings.knowledge_origins(),

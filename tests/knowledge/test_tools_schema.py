@@ -9,17 +9,16 @@ from typing import Any
 import pytest
 
 from memhub.errors import BadRequest, Forbidden
+from memhub.knowledge.codegraph.tools import CODE_GRAPH_TOOLS
+from memhub.knowledge.kinds import get_tool, tools_for
 from memhub.knowledge.tools import (
-    CODE_GRAPH_TOOLS,
-    WIKI_TOOLS,
     ToolParamError,
     ToolSpec,
     UnknownTool,
-    get_tool,
     tool_list_view,
-    tools_for,
     validate_params,
 )
+from memhub.knowledge.wiki.tools import WIKI_TOOLS
 
 WIKI_NAMES = [
     "get_info",

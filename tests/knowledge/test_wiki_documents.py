@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from memhub.knowledge.wiki import docworker
-from memhub.knowledge.wiki.build import PAGES_DIR, build_generation, source_statuses
 from memhub.knowledge.wiki.documents import docx_zip_problem
 from memhub.knowledge.wiki.extract_cache import ExtractionCache
+from memhub.knowledge.wiki.indexer import PAGES_DIR, build_generation, source_statuses
 from memhub.knowledge.wiki.sourcefiles import read_source
 from memhub.knowledge.wiki.sources import Limits, SourceError, extract_bytes, split_front_matter
 from memhub.knowledge.wiki.sourcetree import SourceTree

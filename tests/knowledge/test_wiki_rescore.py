@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memhub.knowledge.wiki.build import build_generation
+from memhub.knowledge.wiki.indexer import build_generation
 from memhub.knowledge.wiki.snapshot import WikiSnapshot
 from tests.conftest import build_gateway
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memhub.knowledge.wiki.build import PAGES_DIR, build_generation
+from memhub.knowledge.wiki.indexer import PAGES_DIR, build_generation
 from memhub.knowledge.wiki.passages import CAP_AGENT, CAP_HELP, CAP_WORKSPACE, TRUNCATION_MARKER
 from memhub.knowledge.wiki.snapshot import RELATED_MAX, WikiSnapshot
 from tests.knowledge.test_wiki_sources import make_pdf

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memhub.knowledge.wiki.build import PAGES_DIR, build_generation, source_statuses
+from memhub.knowledge.wiki.indexer import PAGES_DIR, build_generation, source_statuses
 from memhub.knowledge.wiki.sources import SourceError, plan_ingest
 from memhub.knowledge.wiki.sourcetree import MAX_DEPTH, NotARegularFile, PathOutsideRoot, SourceTree
 

@@ -29,13 +29,9 @@ from memhub.api.routes import (
     pipeline,
     profile,
 )
-from memhub.api.routes.code_graph import ROUTES as CODE_GRAPH_ROUTES
 from memhub.api.routes.health import health_payload
-from memhub.api.routes.knowledge import OFFER_ROUTES
-from memhub.api.routes.knowledge import ROUTES as KNOWLEDGE_ROUTES
+from memhub.api.routes.knowledge_kinds import knowledge_routes
 from memhub.api.routes.meta import INTERNAL_ROUTES, META_ROUTES
-from memhub.api.routes.tools import ROUTES as TOOLS_ROUTES
-from memhub.api.routes.wiki import ROUTES as WIKI_ROUTES
 from memhub.errors import HttpStatusError, MemhubError, RequestTimeout
 from memhub.gateway_key import GatewayKey
 from memhub.runtime import Hub
@@ -104,15 +100,10 @@ def create_app(hub: Hub, gateway_key: GatewayKey | None, *, run_pipeline: bool =
         return JSONResponse(payload)
 
     management = GuardedPlane(auth, meta, settings.max_body_bytes, knowledge, settings.body_read_timeout_seconds)
-    knowledge_routes = [
-        ("/v3/wiki", WIKI_ROUTES, "wiki"),
-        ("/v3/code-graph", CODE_GRAPH_ROUTES, "code-graph"),
-        ("/v3/tools", TOOLS_ROUTES, "tools"),
-        ("/v3/knowledge", [*KNOWLEDGE_ROUTES, *OFFER_ROUTES], "knowledge"),
-    ]
-    for prefix, routes, tag in knowledge_routes:
+    knowledge_groups = knowledge_routes()
+    for prefix, routes, tag in knowledge_groups:
         management.mount(app, prefix, routes, tag=tag)
-    models = [r.model for _, routes, _ in knowledge_routes for r in routes]
+    models = [r.model for _, routes, _ in knowledge_groups for r in routes]
     if not hub.knowledge_only:
         plane = DataPlane(
             auth,

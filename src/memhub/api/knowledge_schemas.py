@@ -26,7 +26,7 @@ from memhub.api.json_rules import (
 )
 from memhub.api.meta_schemas import Id, MetaBody, Name
 from memhub.knowledge.codegraph.service import CODE_GRAPH_ID_RE
-from memhub.knowledge.toolcall import KNOWLEDGE_ID_RE
+from memhub.knowledge.kinds import KNOWLEDGE_ID_RE
 from memhub.knowledge.wiki.index import INDEX_FILE
 from memhub.knowledge.wiki.service import WIKI_ID_RE
 from memhub.knowledge.wiki.sources import SUPPORTED_EXTENSIONS, TEXT_EXTENSIONS

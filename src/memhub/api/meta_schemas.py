@@ -15,10 +15,13 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from memhub.api.json_rules import JSON_TEXT, given, one_of_given
 from memhub.api.schemas import INT64_MAX, IsoInstant
 from memhub.ids import NO_CONTROL_PATTERN
+from memhub.knowledge.kinds import KIND_NAMES
 from memhub.meta.origins import origin_of
 from memhub.meta.paging import DEFAULT_LIMIT, MAX_LIMIT, Page
 
 AssetType = Literal["skill", "llm_wiki", "code_graph", "chat_memory"]
+# A registry entry names one of the registered knowledge kinds.
+KnowledgeType = Literal[KIND_NAMES]  # type: ignore[valid-type]
 Visibility = Literal["private", "team", "restricted", "agent", "task"]
 AssetStatus = Literal["draft", "candidate", "approved", "deprecated", "archived", "failed"]
 InjectionMode = Literal["direct", "summary", "tool", "reference"]
@@ -503,7 +506,7 @@ class KnowledgeChanges(MetaBody):
 
 class KnowledgeCreate(KnowledgeChanges):
     knowledge_id: Id
-    type: Literal["wiki", "code-graph"]
+    type: KnowledgeType
     service_url: ServiceUrl
     name: Name
     team_id: Id
@@ -532,6 +535,6 @@ class KnowledgePaging(MetaBody):
 
 class KnowledgeList(MetaBody):
     team_id: Id
-    type: Literal["wiki", "code-graph"] | None = None
+    type: KnowledgeType | None = None
     knowledge_ids: Annotated[list[Id], Field(max_length=200)] | None = None
     pagination: KnowledgePaging = Field(default_factory=KnowledgePaging)

@@ -109,7 +109,7 @@ class ContextComposer:
         self, caller: Caller, request: ComposeRequest, mode: Mode, retrieval: Retrieval, flags: Capabilities
     ) -> Composition:
         lang, query = request.language, request.query
-        shelves = system_shelves(self.knowledge.wikis, caller.service_id)
+        shelves = system_shelves(self.knowledge.documents(), caller.service_id)
         picks = (
             pick_documents(shelves, query, paths=retrieval.paths, data_connection=request.data_connection)
             if retrieval.decision == "retrieve"
@@ -189,7 +189,7 @@ class ContextComposer:
     ) -> tuple[list[Section], list[StandardCheck], tuple[str, ...]]:
         """The workspace, agent and standards sections of a workspace agent turn, and the standards checked."""
         query, caps, heads = request.query, request.caps, HEADINGS[request.language]
-        shelves = team_shelves(self.knowledge.wikis, caller, team, agent)
+        shelves = team_shelves(self.knowledge.documents(), caller, team, agent)
         pick = partial(pick_documents, paths=retrieval.paths, data_connection=request.data_connection)
         workspace, own = pick(shelves.workspace, query), pick(shelves.agent, query)
         everything = [*shelves.workspace, *shelves.agent]

@@ -1,5 +1,5 @@
-"""What wiki and code-graph builds share: the status rules and the `build_seq` guard (their queue is
-`build_queue.py`).
+"""The status rules every kind's resources follow, and the `build_seq` guard of their builds (the steps
+around it are `builds.py`, the queue `build_queue.py`).
 
 A resource is `pending` while a build is queued and `processing` while one runs; the build that was
 queued last owns the resource (its `build_seq`), so a build superseded by a newer one or by a delete

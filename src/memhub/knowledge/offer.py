@@ -1,9 +1,9 @@
 """Which knowledge resources to offer an agent, rendered as the `<knowledge_tools>` block.
 
-Resources: an agent's bound knowledge assets (`llm_wiki` / `code_graph` fixed assets that are not
-archived, deprecated or failed) when the agent has any, otherwise every registered resource of the
-team, ordered by id so the block is byte-stable. The user's capability flags (`asset_type.llm_wiki.
-enabled`, `asset_type.code_graph.enabled`) filter them. The reference capped the per-agent list at
+Resources: an agent's bound knowledge assets (fixed assets of a registered kind's asset type, `llm_wiki` /
+`code_graph`, that are not archived, deprecated or failed) when the agent has any, otherwise every registered
+resource of the team, ordered by id so the block is byte-stable. The user's capability flags (`asset_type.<asset
+type>.enabled`) filter them. The reference capped the per-agent list at
 20 silently; here the whole list is read.
 
 The block tells agents to send their user key to each resource's URL, so a resource whose URL is not on a
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memhub.errors import BadRequest, Forbidden
+from memhub.knowledge.kinds import ASSET_TYPES, KINDS
 from memhub.knowledge.tools_block import (
     KnowledgeResource,
     Language,
@@ -36,7 +37,7 @@ from memhub.store.meta import MetaStore
 
 log = logging.getLogger("memhub.knowledge")
 
-KNOWLEDGE_ASSET_TYPES = ("llm_wiki", "code_graph")
+KNOWLEDGE_ASSET_TYPES = ASSET_TYPES
 UNUSABLE_ASSET_STATUSES = ("archived", "deprecated", "failed")
 CREDENTIAL_ENV = "MEMHUB_USER_KEY"
 
@@ -72,11 +73,10 @@ class KnowledgeOffer:
                 )
                 where["knowledge_id"] = [a["asset_id"] for a in assets]
             rows = r.find(MetaKind.KNOWLEDGE, where, order_by=("knowledge_id",))
-            # Wikis and code graphs served here are reached at this server's current public URL, whatever URL
-            # was current when they were registered (a restart on another address must not strand agents).
+            # Resources served here are reached at this server's current public URL, whatever URL was current
+            # when they were registered (a restart on another address must not strand agents).
             ids = [x["knowledge_id"] for x in rows]
-            local = {w["wiki_id"] for w in r.find(MetaKind.WIKI, {"wiki_id": ids})}
-            local |= {g["code_graph_id"] for g in r.find(MetaKind.CODE_GRAPH, {"code_graph_id": ids})}
+            local = {x[k.id_field] for k in KINDS for x in r.find(k.meta_kind, {k.id_field: ids})}
         out: list[KnowledgeResource] = []
         for row in rows:
             url = self.public_url if row["knowledge_id"] in local and self.public_url else row["service_url"]

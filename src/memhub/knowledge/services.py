@@ -1,25 +1,38 @@
-"""The knowledge services of one gateway, wired over one store."""
+"""The knowledge services of one gateway, wired over one store: one service per registered kind, tool
+dispatch and the `<knowledge_tools>` offer.
+
+A new kind adds its service class to `KIND_SERVICES` (in the order of memhub.knowledge.kinds.KINDS) and its
+config to the mapping `KnowledgeServices.over` is given.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, cast
 
-from memhub.knowledge.codegraph.service import CodeGraphConfig, CodeGraphService
+from memhub.knowledge.codegraph.kind import CODE_GRAPH
+from memhub.knowledge.codegraph.service import CodeGraphService
+from memhub.knowledge.kind import KindService
+from memhub.knowledge.kinds import KINDS
 from memhub.knowledge.offer import CREDENTIAL_ENV, KnowledgeOffer
+from memhub.knowledge.service import ResourceConfig
 from memhub.knowledge.toolcall import KnowledgeTools
 from memhub.knowledge.tools import Language
-from memhub.knowledge.wiki.service import WikiConfig, WikiService
+from memhub.knowledge.wiki.kind import WIKI
+from memhub.knowledge.wiki.service import WikiService
 from memhub.meta.config import ConfigParams
 from memhub.meta.origins import KnowledgeOrigins
 from memhub.store.meta import MetaStore
 
+KIND_SERVICES: tuple[type[Any], ...] = (WikiService, CodeGraphService)
+
 
 @dataclass(frozen=True, slots=True)
 class KnowledgeServices:
-    """Wikis, code graphs, tool dispatch and the `<knowledge_tools>` offer."""
+    """The service of every registered kind (by kind name), tool dispatch and the `<knowledge_tools>` offer."""
 
-    wikis: WikiService
-    code_graphs: CodeGraphService
+    kinds: Mapping[str, KindService]
     tools: KnowledgeTools
     offer: KnowledgeOffer
 
@@ -28,34 +41,53 @@ class KnowledgeServices:
         cls,
         store: MetaStore,
         config: ConfigParams,
-        wiki: WikiConfig,
-        code_graph: CodeGraphConfig,
+        configs: Mapping[str, ResourceConfig],
         *,
+        public_url: str,
         language: Language,
         open_tools: bool,
         origins: KnowledgeOrigins | None = None,
     ) -> KnowledgeServices:
-        """All knowledge services; with open tools the prompt recipes carry no credential line.
+        """All knowledge services, from each kind's config (by kind name); with open tools the prompt recipes
+        carry no credential line.
 
-        `origins` are where offered resources may live; by default only the wikis' public URL.
+        `public_url` is where agents reach this server's resources; `origins` are where offered resources may
+        live, by default only `public_url`.
         """
-        wikis = WikiService(store, wiki)
-        code_graphs = CodeGraphService(store, code_graph)
+        kinds: dict[str, KindService] = {
+            service.KIND.name: service(store, configs[service.KIND.name]) for service in KIND_SERVICES
+        }
         offer = KnowledgeOffer(
             store,
             config,
             credential_env=None if open_tools else CREDENTIAL_ENV,
-            public_url=wiki.public_url,
-            origins=origins or KnowledgeOrigins.of(wiki.public_url),
+            public_url=public_url,
+            origins=origins or KnowledgeOrigins.of(public_url),
         )
-        return cls(wikis, code_graphs, KnowledgeTools(wikis, code_graphs, language), offer)
+        return cls(kinds, KnowledgeTools(kinds, language), offer)
+
+    def documents(self) -> WikiService:
+        """The service whose documents feed the composer's knowledge blocks (the kind whose context role is
+        "documents")."""
+        (name,) = [k.name for k in KINDS if k.context == "documents"]
+        return cast(WikiService, self.kinds[name])
+
+    @property
+    def wikis(self) -> WikiService:
+        """The wiki service (the wiki routes' handle on it)."""
+        return cast(WikiService, self.kinds[WIKI.name])
+
+    @property
+    def code_graphs(self) -> CodeGraphService:
+        """The code-graph service (the code-graph routes' handle on it)."""
+        return cast(CodeGraphService, self.kinds[CODE_GRAPH.name])
 
     def resume(self) -> None:
         """Queue again the builds a previous process left queued or running."""
-        self.wikis.resume()
-        self.code_graphs.resume()
+        for service in self.kinds.values():
+            service.resume()
 
     def close(self) -> None:
         """Stop the build workers (a queued build resumes at the next start)."""
-        self.wikis.close()
-        self.code_graphs.close()
+        for service in self.kinds.values():
+            service.close()

@@ -1,5 +1,4 @@
-"""The `<knowledge_tools>` prompt block (the original proxy's
-`renderKnowledgeToolsBlock` contract): resource tags plus curl recipes.
+"""The `<knowledge_tools>` prompt block (spec knowledge-and-proxy §1.6): resource tags plus curl recipes.
 
 The block tells an agent which team knowledge resources it may use and how to reach them in two steps
 (`POST <url>/tools/list`, then `POST <url>/tools/call`). It goes into the system prompt once per session, so
@@ -27,13 +26,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from memhub.knowledge.kinds import KIND_NAMES, kind_named
 from memhub.meta.origins import KnowledgeOrigins
 
 Language = Literal["en", "zh"]
-ResourceType = Literal["wiki", "code-graph"]
+ResourceType = str  # a registered kind's name (memhub.knowledge.kinds)
 
 SERVICE_ID_HEADER = "x-tdai-service-id"
-# The original's order; the renderer emits them in exactly this order, whatever order the caller's mapping has.
+# Spec §1.6 order; the renderer emits them in exactly this order, whatever order the caller's mapping has.
 TELEMETRY_HEADERS: tuple[str, ...] = (
     "x-conversation-id",
     "x-tdai-user-id",
@@ -47,7 +47,7 @@ CACHE_KEY_PREFIX = "knowledge-tools-injector"
 # The KS accepts only this charset for the tenant id, so anything else is a caller bug.
 _SERVICE_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
 _RESOURCE_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
-# `url` is rendered raw, as by the original, so it must not contain anything that could close the attribute or the tag.
+# `url` is rendered raw (spec), so it must not contain anything that could close the attribute or the tag.
 _URL_RE = re.compile(r"^https?://[^\s\"<>'`\\]+$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]+")
 _SCHEME_RE = re.compile(r"^[a-z0-9+.-]+://", re.IGNORECASE)
@@ -68,7 +68,7 @@ class KnowledgeResource:
 
     def __post_init__(self) -> None:
         """Reject values that the original renders raw but that would break the tag."""
-        if self.type not in ("wiki", "code-graph"):
+        if self.type not in KIND_NAMES:
             raise ValueError(f"unknown knowledge type: {self.type!r}")
         if not _RESOURCE_ID_RE.match(self.id):
             raise ValueError(f"invalid knowledge id: {self.id!r}")
@@ -121,11 +121,10 @@ def cache_key(agent_id: str | None, team_id: str | None) -> str:
 def filter_by_capabilities(
     resources: Sequence[KnowledgeResource], capabilities: Mapping[str, bool] | None
 ) -> list[KnowledgeResource]:
-    """Drop wiki when `llm_wiki` is False and code-graph when `code_graph` is False; absent flags mean enabled."""
+    """Drop the resources whose kind's asset type is switched off (`llm_wiki: False` drops wikis, `code_graph:
+    False` code graphs); absent flags mean enabled."""
     caps = capabilities or {}
-    wiki_on = caps.get("llm_wiki", True) is not False
-    graph_on = caps.get("code_graph", True) is not False
-    return [r for r in resources if (wiki_on if r.type == "wiki" else graph_on)]
+    return [r for r in resources if caps.get(kind_named(r.type).asset_type, True) is not False]
 
 
 def _attr(name: str, value: str | None) -> str:
@@ -144,8 +143,8 @@ def render_resource_tag(resource: KnowledgeResource) -> str:
     match = slug or derive_repo_slug(resource.repo_url)
     has_repo = bool(resource.repo_url and resource.repo_url.strip())
     branch = ((resource.branch or "").strip() or "main") if has_repo else None
-    # The wiki summary is the only hint for "is this wiki relevant"; a code-graph summary is just counts.
-    about = resource.summary if resource.type == "wiki" else None
+    # Only kinds whose summary says what the resource is about show it (a code-graph summary is just counts).
+    about = resource.summary if kind_named(resource.type).about_in_block else None
     return (
         f'<knowledge type="{resource.type}" id="{resource.id}"'
         f'\n  url="{resource.url}"'
@@ -155,7 +154,7 @@ def render_resource_tag(resource: KnowledgeResource) -> str:
 
 
 def _header_lines(headers: Mapping[str, str]) -> tuple[str, list[str]]:
-    """The service id and the `-H` lines: service id first, then the telemetry headers present, the original's order."""
+    """The service id and the `-H` lines: service id first, then the telemetry headers present, spec order."""
     by_name = {k.strip().lower(): v for k, v in headers.items() if isinstance(v, str)}
     service_id = (by_name.get(SERVICE_ID_HEADER) or "").strip()
     if not _SERVICE_ID_RE.match(service_id):

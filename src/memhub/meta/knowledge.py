@@ -26,7 +26,6 @@ from memhub.meta.origins import KnowledgeOrigins
 from memhub.model.meta import MetaKind, Row
 from memhub.store.meta import MetaReader, MetaStore, MetaWriter
 
-KNOWLEDGE_TYPES = ("wiki", "code-graph")
 SUMMARY_MAX = 256
 DELETE_MAX = 100
 LIST_IDS_MAX = 200

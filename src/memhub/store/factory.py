@@ -30,8 +30,7 @@ class UnknownBackend(ValueError):
 
 def _sqlite(location: str, options: StoreOptions) -> MemoryStore:
     # Imported on use: a process opens one backend and need not load the others' drivers.
-    from memhub.store.sqlite import SQLiteStore
-    from memhub.store.sqlite.store import EXACT_VECTOR_LIMIT
+    from memhub.store.sqlite.store import EXACT_VECTOR_LIMIT, SQLiteStore
 
     limit = EXACT_VECTOR_LIMIT if options.exact_vector_limit is None else options.exact_vector_limit
     return SQLiteStore(

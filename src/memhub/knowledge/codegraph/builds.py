@@ -1,17 +1,8 @@
-"""Code-graph builds: the queue that runs them in the background, and the blue/green switch that ends each.
-
-A build is queued in the transaction that asks for it (the graph becomes `pending` with a new
-`build_seq`) and runs from the shared build queue (`memhub.knowledge.build_queue`: fair across tenants,
-bounded per tenant, each build time-limited) as `processing`, with the step in `internal_status`:
-`cloning` or `fetching` for a git source, then `indexing`). It indexes the source tree into a new
-generation database, starting from the previous generation's file so only changed files are parsed
-again. Then one transaction points the graph at it, marks it `ready` and registers it in the knowledge
-registry, so a ready graph is always offered to agents. Until then, and after a failed build, queries
-keep using the last good generation. A build only touches the graph while its `build_seq` is still
-the graph's: a newer build, a delete or the build's time limit supersedes it, and its files are discarded.
-
-Queued builds are not kept anywhere but in the rows: a process that stops leaves them `pending` or
-`processing`, and `resume` queues them again at the next start.
+"""Code-graph builds: fetching a graph's source (clone or fetch for a git source), indexing it into a new
+generation database (memhub.knowledge.codegraph.indexer, starting from the previous generation's file so
+only changed files are parsed again) and the blue/green switch that makes it current. While a build runs,
+`internal_status` names its step: `cloning` or `fetching` for a git source, then `indexing`. The queue, the
+`build_seq` guard and resume are memhub.knowledge.builds's, shared with every kind.
 """
 
 from __future__ import annotations
@@ -19,24 +10,24 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from concurrent.futures import Future
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memhub.errors import MemhubError
-from memhub.knowledge.build_queue import BuildQueue, BuildStopped, Deadline, QueueLimits, Reservation
+from memhub.knowledge.build_queue import BuildStopped, Deadline
+from memhub.knowledge.builds import ResourceBuilds
 from memhub.knowledge.codegraph import git
 from memhub.knowledge.codegraph.indexer import IndexReport, index_tree
+from memhub.knowledge.codegraph.kind import CODE_GRAPH
 from memhub.knowledge.codegraph.readers import GraphReaders
 from memhub.knowledge.codegraph.remote import Remote, RemotePolicy, Unresolvable
 from memhub.knowledge.codegraph.storage import CodeGraphFiles
-from memhub.knowledge.lifecycle import BUSY_STATUSES, SYNC_ERROR_MAX, fail_if_busy, mark_queued, set_if_current
+from memhub.knowledge.lifecycle import mark_queued
 from memhub.meta.clock import now_iso
 from memhub.meta.knowledge import register
 from memhub.model.meta import MetaKind, Row
-from memhub.store.meta import MetaStore, MetaWriter
+from memhub.store.meta import MetaWriter
 
 log = logging.getLogger("memhub.codegraph")
 
@@ -56,6 +47,11 @@ class BuildJob:
     service_id: str
     code_graph_id: str
     seq: int
+
+    @property
+    def resource_id(self) -> str:
+        """The graph's id."""
+        return self.code_graph_id
 
 
 def stats_of(row: Row) -> dict[str, Any] | None:
@@ -80,7 +76,7 @@ def register_code_graph(w: MetaWriter, row: Row, public_url: str) -> None:
         w,
         {
             "knowledge_id": row["code_graph_id"],
-            "type": "code-graph",
+            "type": CODE_GRAPH.name,
             "service_url": public_url,
             "name": row["repo_name"],
             "summary": summary_of(row),
@@ -137,45 +133,27 @@ def _stats(report: IndexReport) -> dict[str, Any]:
     }
 
 
-@dataclass
-class CodeGraphBuilds:
-    """The build queue of every tenant's code graphs, and the switch that makes a finished build current."""
+@dataclass(kw_only=True)
+class CodeGraphBuilds(ResourceBuilds[BuildJob, BuildReport]):
+    """The builds of every tenant's code graphs, and the switch that makes a finished build current."""
 
-    store: MetaStore
+    KIND = CODE_GRAPH
+    TIMEOUT_ADVICE = "sync again, or index a smaller tree"
+
     files: CodeGraphFiles
     readers: GraphReaders
-    public_url: str
     # Whether a local path lies under the allowed source roots; a build checks again, as they may have changed.
     source_allowed: Callable[[Path], bool]
     git_timeout: float = 600.0
     remotes: RemotePolicy = field(default_factory=RemotePolicy)
-    limits: QueueLimits = field(default_factory=QueueLimits)
-    pool: BuildQueue = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.pool = BuildQueue("code-graph builds", self.limits)
-
-    def reserve(self, service_id: str) -> AbstractContextManager[Reservation]:
-        """A place in the tenant's build line, taken before anything is written (429 when its line is full)."""
-        return self.pool.reserve(service_id)
 
     def queue(self, w: MetaWriter, row: Row) -> BuildJob:
         """Mark the graph `pending` under a new `build_seq` (in the caller's transaction); the job to submit."""
         return BuildJob(w.service_id, row["code_graph_id"], mark_queued(w, MetaKind.CODE_GRAPH, row))
 
-    def submit(self, job: BuildJob, place: Reservation | None = None) -> Future[BuildReport | None]:
-        """Run the build in the background, in its `reserve`d place (call it after the transaction that queued
-        it commits); the future of its report (None when it failed)."""
-
-        def run(deadline: Deadline) -> BuildReport | None:
-            return self.run(job, deadline)
-
-        def timed_out(limit: float) -> None:
-            self._timed_out(job, limit)
-
-        if place is None:
-            return self.pool.submit(job.service_id, run, timed_out)
-        return place.submit(run, timed_out)
+    def requeue(self, w: MetaWriter, row: Row) -> BuildJob:
+        """At resume: queue the graph's interrupted build again."""
+        return self.queue(w, row)
 
     def run(self, job: BuildJob, deadline: Deadline) -> BuildReport | None:
         """Run one build; never raises (a failure is recorded on the graph). Past its deadline it stops at the
@@ -258,37 +236,6 @@ class CodeGraphBuilds:
             raise BuildFailed("repo_url: no longer under an allowed source root (MEMHUB_CODE_SOURCE_ROOTS changed)")
         return remote
 
-    def _set(self, job: BuildJob, changes: Row, deadline: Deadline) -> Row | None:
-        """Update the graph if it still exists, no newer build was queued and this one was not stopped at its
-        time limit; the row after, or None."""
-        if deadline.stopped.is_set():
-            return None
-        return set_if_current(self.store, MetaKind.CODE_GRAPH, job.service_id, job.code_graph_id, job.seq, changes)
-
-    def _fail(self, job: BuildJob, reason: str, deadline: Deadline) -> None:
-        self._set(job, {"status": "failed", "internal_status": None, "sync_error": reason[:SYNC_ERROR_MAX]}, deadline)
-        self._discard(job)
-
-    def _timed_out(self, job: BuildJob, limit: float) -> None:
-        """The queue gave the build up at its time limit: the graph fails (if the build is still its current one
-        and had not finished); the build's thread discards what it made when it notices."""
-        reason = (
-            f"build timed out after {limit:g} s (limit {self.limits.time_setting}); sync again, or index a smaller tree"
-        )
-        fail_if_busy(self.store, MetaKind.CODE_GRAPH, job.service_id, job.code_graph_id, job.seq, reason)
-
-    def _discard(self, job: BuildJob) -> None:
-        """Remove what a build that did not become current left on disk (everything, if the graph was deleted)."""
-        with self.store.reading(job.service_id) as r:
-            row = r.get(MetaKind.CODE_GRAPH, job.code_graph_id)
-        if row is None:
-            self.files.remove_graph(job.service_id, job.code_graph_id)
-        elif row["build_seq"] == job.seq or row["status"] not in BUSY_STATUSES:
-            self.files.prune_generations(job.service_id, job.code_graph_id, keep=row["generation"])
-        else:
-            # A newer build is queued: only this build's own generation goes.
-            self.files.remove_generation(job.service_id, job.code_graph_id, job.seq)
-
     def _commit(self, job: BuildJob, built: BuildReport, local: git.WorkingTree | None, deadline: Deadline) -> bool:
         """The blue/green switch: one transaction points the graph at the new generation and registers it."""
         now = now_iso()
@@ -317,31 +264,7 @@ class CodeGraphBuilds:
         self.readers.forget(job.service_id, job.code_graph_id)
         return True
 
-    def resume(self) -> int:
-        """At start: queue again the builds a previous process left pending or running (how many are
-        returned), and point registrations of this server's code graphs at its current public URL."""
-        count = 0
-        for service_id in self.files.tenants():
-            with self.store.writing(service_id) as w:
-                jobs = [self.queue(w, row) for row in w.find(MetaKind.CODE_GRAPH, {"status": list(BUSY_STATUSES)})]
-                moved = w.find(MetaKind.KNOWLEDGE, {"type": "code-graph", "service_url !=": self.public_url})
-                ours = {
-                    x["code_graph_id"]
-                    for x in w.find(MetaKind.CODE_GRAPH, {"code_graph_id": [m["knowledge_id"] for m in moved]})
-                }
-                for entry in moved:
-                    if entry["knowledge_id"] in ours:
-                        w.update(MetaKind.KNOWLEDGE, entry["knowledge_id"], {"service_url": self.public_url})
-            for job in jobs:
-                self.submit(job)
-                count += 1
-        return count
-
-    def wait_idle(self, timeout: float = 60.0) -> None:
-        """Block until queued builds are done (tests, shutdown)."""
-        self.pool.wait_idle(timeout)
-
     def close(self) -> None:
-        """Finish the running build; queued ones stay `pending` and resume at the next start."""
-        self.pool.close()
+        """Finish the running builds (queued ones stay `pending` and resume at the next start); close readers."""
+        super().close()
         self.readers.close()

@@ -8,23 +8,22 @@ blue/green (memhub.knowledge.codegraph.builds); while a sync runs, and after a f
 answering from the last good generation and say `stale: true`. A graph that never built has nothing to
 answer with, and says so, instead of answering with an empty success.
 
-Authorization mirrors the wiki: the gateway key acts for the whole tenant; a user key must belong to an
-active member of the graph's team (to anyone else the graph does not exist). Deleting needs the
-graph's owner, a team admin or a system admin.
+Authorization is every kind's (memhub.knowledge.access): the gateway key acts for the whole tenant; a user
+key must belong to an active member of the graph's team (to anyone else the graph does not exist). Deleting
+needs the graph's owner, a team admin or a system admin.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from memhub.errors import BadRequest, Conflict, FieldError, Forbidden, NotFound
-from memhub.knowledge.access import delete_batch, gated, require_member, visible
-from memhub.knowledge.build_queue import QueueLimits
+from memhub.knowledge.access import gated
 from memhub.knowledge.codegraph import git, queries
 from memhub.knowledge.codegraph.builds import (
     CodeGraphBuilds,
@@ -32,35 +31,23 @@ from memhub.knowledge.codegraph.builds import (
     stats_of,
     summary_of,
 )
+from memhub.knowledge.codegraph.kind import CODE_GRAPH
 from memhub.knowledge.codegraph.readers import GraphReaders
 from memhub.knowledge.codegraph.remote import Remote, RemotePolicy
 from memhub.knowledge.codegraph.storage import CodeGraphFiles
 from memhub.knowledge.lifecycle import BUSY_STATUSES, busy, stale
-from memhub.knowledge.source_roots import local_source_dir, under_roots
-from memhub.knowledge.tools import ToolParamError, get_tool, validate_params
+from memhub.knowledge.service import ResourceConfig, ResourceService
+from memhub.knowledge.source_roots import under_roots
+from memhub.knowledge.tools import ToolParamError, UnknownTool, tool_error, validate_params
 from memhub.meta import audit
 from memhub.meta.caller import Caller
 from memhub.meta.clock import now_iso
-from memhub.meta.keys import random_base36
 from memhub.model.meta import MetaKind, Row
-from memhub.store.meta import MetaReader, MetaStore, MetaWriter
 
-CODE_GRAPH_ID_RE = re.compile(r"^cg-[0-9a-z]{8}$")
-NOT_FOUND = "code graph not found"
+CODE_GRAPH_ID_RE = CODE_GRAPH.id_re
 DEFAULT_BRANCH = "main"
 REPO_NAME_MAX = 256
 ROOTS_SETTING = "MEMHUB_CODE_SOURCE_ROOTS"
-
-
-def code_graph_not_found(code_graph_id: str) -> NotFound:
-    """The one answer for a graph that is absent or belongs to a team the caller is not in."""
-    return NotFound(f"{NOT_FOUND}: {code_graph_id}")
-
-
-def check_code_graph_id(code_graph_id: str, field_name: str = "code_graph_id") -> None:
-    """`cg-` + 8 base36 characters, or 400."""
-    if not CODE_GRAPH_ID_RE.match(code_graph_id):
-        raise BadRequest(f"{field_name}: invalid code_graph_id format (expected cg- and 8 characters of [0-9a-z])")
 
 
 def not_built_message(row: Row) -> str:
@@ -80,7 +67,9 @@ def query_params(tool_name: str, fields: Mapping[str, Any]) -> dict[str, Any]:
 
     An unknown field is `unexpected field: x` (the reference's words); other rules name the field.
     """
-    spec = get_tool("code-graph", tool_name, "code-graph")
+    spec = CODE_GRAPH.tools_by_name.get(tool_name)
+    if spec is None:
+        raise UnknownTool(tool_name, CODE_GRAPH.name, CODE_GRAPH.name)
     for key in fields:
         if key not in spec.params:
             raise BadRequest(f"unexpected field: {key}", data={"errors": [{"field": key, "rule": "unexpected field"}]})
@@ -97,22 +86,21 @@ def _repo_name(url: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class CodeGraphConfig:
-    """Service settings: where graphs live, the URL agents reach them at, allowed local source roots."""
+class CodeGraphConfig(ResourceConfig):
+    """Service settings: where graphs live, the URL agents reach them at, allowed local source roots, the build
+    queue, how long one git command may run and which remotes may be fetched."""
 
-    files_root: Path
-    public_url: str
-    source_roots: tuple[Path, ...] = ()
     git_timeout: float = 600.0
     remotes: RemotePolicy = field(default_factory=RemotePolicy)
-    builds: QueueLimits = field(default_factory=QueueLimits)
 
 
 @dataclass
-class CodeGraphService:
+class CodeGraphService(ResourceService):
     """Code graphs of every tenant of one data dir."""
 
-    store: MetaStore
+    KIND = CODE_GRAPH
+    ROOTS_SETTING = ROOTS_SETTING
+
     config: CodeGraphConfig
     files: CodeGraphFiles = field(init=False)
     readers: GraphReaders = field(init=False)
@@ -122,14 +110,14 @@ class CodeGraphService:
         self.files = CodeGraphFiles(self.config.files_root)
         self.readers = GraphReaders(self.files, self.store)
         self.builds = CodeGraphBuilds(
-            self.store,
-            self.files,
-            self.readers,
-            self.config.public_url,
-            self._allowed,
-            self.config.git_timeout,
-            self.config.remotes,
-            self.config.builds,
+            store=self.store,
+            files=self.files,
+            public_url=self.config.public_url,
+            limits=self.config.builds,
+            readers=self.readers,
+            source_allowed=self._allowed,
+            git_timeout=self.config.git_timeout,
+            remotes=self.config.remotes,
         )
 
     # -- rows, views and access ------------------------------------------------------------------
@@ -161,26 +149,8 @@ class CodeGraphService:
             "updated_at": row["updated_at"],
         }
 
-    def _row(self, r: MetaReader, caller: Caller, code_graph_id: str) -> Row:
-        check_code_graph_id(code_graph_id)
-        row = r.get(MetaKind.CODE_GRAPH, code_graph_id)
-        if row is None or not visible(r, caller, row):
-            raise code_graph_not_found(code_graph_id)
-        return row
-
-    def _team_guard(self, r: MetaReader, caller: Caller, team_id: str) -> None:
-        require_member(r, caller, team_id)
-
-    def row(self, caller: Caller, code_graph_id: str) -> Row:
-        """The graph's row, if the caller may see it."""
-        with self.store.reading(caller.service_id) as r:
-            return self._row(r, caller, code_graph_id)
-
     def _allowed(self, path: Path) -> bool:
         return under_roots(path, self.config.source_roots)
-
-    def _local_source(self, source_path: str) -> str:
-        return local_source_dir(source_path, self.config.source_roots, ROOTS_SETTING)
 
     def _git_source(self, repo_url: str) -> Remote:
         """The URL read and its transport checked (no lookup yet: `check_host` resolves it)."""
@@ -271,30 +241,6 @@ class CodeGraphService:
         report = built.result()
         return {**self.get(caller, code_graph_id), "report": report.view() if report else None}, True
 
-    @staticmethod
-    def _new_id(r: MetaReader) -> str:
-        while True:
-            code_graph_id = "cg-" + random_base36(8)
-            if r.get(MetaKind.CODE_GRAPH, code_graph_id) is None:
-                return code_graph_id
-
-    def list(self, caller: Caller, team_id: str, status: str | None, limit: int, offset: int) -> Row:
-        """code-graph/list: the team's graphs, newest first."""
-        where: dict[str, Any] = {"team_id": team_id}
-        if status is not None:
-            where["status"] = status
-        with self.store.reading(caller.service_id) as r:
-            self._team_guard(r, caller, team_id)
-            rows = r.find(
-                MetaKind.CODE_GRAPH, where, order_by=("-created_at", "code_graph_id"), limit=limit, offset=offset
-            )
-            total = r.count(MetaKind.CODE_GRAPH, where)
-        return {"items": [self.detail(x) for x in rows], "total": total}
-
-    def get(self, caller: Caller, code_graph_id: str) -> Row:
-        """code-graph/get."""
-        return self.detail(self.row(caller, code_graph_id))
-
     def update_meta(self, caller: Caller, code_graph_id: str, changes: Mapping[str, Any]) -> Row:
         """code-graph/update-meta: repo_name and/or summary (the registry entry follows)."""
         with self.store.writing(caller.service_id) as w:
@@ -307,28 +253,8 @@ class CodeGraphService:
                 register_code_graph(w, row, self.config.public_url)
         return self.detail(row)
 
-    def delete(self, caller: Caller, code_graph_ids: Sequence[str]) -> Row:
-        """code-graph/delete, in any state: `{deleted_ids, failed:[{id, reason}]}`; files go after the commit
-        (a build still running finds its graph gone and discards what it made)."""
-
-        def drop(w: MetaWriter, resource_id: str) -> None:
-            w.delete(MetaKind.KNOWLEDGE, {"knowledge_id": resource_id})
-            w.delete(MetaKind.CODE_GRAPH, {"code_graph_id": resource_id})
-
-        with self.store.writing(caller.service_id) as w:
-            deleted, failed = delete_batch(
-                w,
-                caller,
-                code_graph_ids,
-                kind=MetaKind.CODE_GRAPH,
-                id_pattern=CODE_GRAPH_ID_RE,
-                drop=drop,
-                action="code-graph/delete",
-            )
-        for code_graph_id in deleted:
-            self.readers.forget(caller.service_id, code_graph_id)
-            self.files.remove_graph(caller.service_id, code_graph_id)
-        return {"deleted_ids": deleted, "failed": failed}
+    def _forget(self, service_id: str, resource_id: str) -> None:
+        self.readers.forget(service_id, resource_id)
 
     # -- builds -------------------------------------------------------------------------------------------
 
@@ -348,19 +274,6 @@ class CodeGraphService:
             return {"code_graph_id": code_graph_id, "status": "pending"}, False
         report = built.result()
         return {**self.get(caller, code_graph_id), "report": report.view() if report else None}, True
-
-    def resume(self) -> int:
-        """At start: queue again the builds a previous process left pending or running (how many are
-        returned), and point registrations of this server's graphs at its current public URL."""
-        return self.builds.resume()
-
-    def wait_idle(self, timeout: float = 60.0) -> None:
-        """Block until queued builds are done (tests, shutdown)."""
-        self.builds.wait_idle(timeout)
-
-    def close(self) -> None:
-        """Finish the running build (queued ones stay `pending` and resume at the next start); close readers."""
-        self.builds.close()
 
     # -- queries ---------------------------------------------------------------------------------------
 
@@ -382,11 +295,31 @@ class CodeGraphService:
             raise Conflict(not_built_message(row), data={"status": row["status"], "step": row["internal_status"]})
         return data
 
+    # -- tools ---------------------------------------------------------------------------------------------
+
+    def tool_view(self, row: Row) -> Row:
+        """The graph as tools/list shows it; its name is the reference's `repo_name || repo_url`."""
+        detail = self.detail(row)
+        return {
+            "name": detail["repo_name"] or detail["repo_url"],
+            **{k: detail[k] for k in ("summary", "status", "stale")},
+        }
+
+    def call_tool(self, caller: Caller, row: Row, tool_name: str, params: dict[str, Any]) -> Row:
+        """One code-graph tool (params already checked); a graph that never built answers with a tool error
+        naming its status."""
+        if tool_name == "get_info":
+            # The reference answers with its raw row (integer version, service id); memhub with the detail.
+            return {**self.detail(row), "service_id": caller.service_id, "version": row["version"]}
+        data = self.run_query(caller.service_id, row, tool_name, params)
+        if data is None:
+            return tool_error(not_built_message(row), status=row["status"])
+        return data
+
 
 __all__ = [
     "CodeGraphConfig",
     "CodeGraphService",
-    "check_code_graph_id",
     "not_built_message",
     "query_params",
     "stale",

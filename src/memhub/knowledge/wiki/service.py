@@ -6,27 +6,26 @@ build is current, and after a failed one, reads keep using the last good generat
 `stale: true`. A wiki that never built has nothing to serve, and says so, instead of answering with an
 empty success.
 
-Authorization: the gateway key acts for the whole tenant; a user key must belong to an active member
-of the wiki's team (to anyone else the wiki does not exist). Deleting needs the wiki's owner, a team
-admin or a system admin.
+Authorization (memhub.knowledge.access, as for every kind): the gateway key acts for the whole tenant; a
+user key must belong to an active member of the wiki's team (to anyone else the wiki does not exist).
+Deleting needs the wiki's owner, a team admin or a system admin.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from memhub.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
-from memhub.knowledge.access import delete_batch, gated, require_member, visible
-from memhub.knowledge.build_queue import QueueLimits
+from memhub.knowledge.access import gated
 from memhub.knowledge.lifecycle import BUSY_STATUSES, busy, stale
-from memhub.knowledge.source_roots import local_source_dir
+from memhub.knowledge.service import ResourceConfig, ResourceService
+from memhub.knowledge.tools import tool_error
 from memhub.knowledge.wiki.builds import IndexMode, WikiBuilds, register_wiki
 from memhub.knowledge.wiki.extract_cache import ExtractionCache
+from memhub.knowledge.wiki.kind import WIKI
 from memhub.knowledge.wiki.pages import page_file, page_id
 from memhub.knowledge.wiki.snapshot import Conversation, Rescore, WikiSnapshot
 from memhub.knowledge.wiki.snapshot_cache import SnapshotCache
@@ -52,41 +51,43 @@ from memhub.llm.client import LLMConfig
 from memhub.meta import audit
 from memhub.meta.caller import Caller
 from memhub.meta.clock import now_iso
-from memhub.meta.keys import random_base36
 from memhub.model.meta import MetaKind, Row
-from memhub.store.meta import MetaReader, MetaStore, MetaWriter
+from memhub.store.meta import MetaWriter
 
-WIKI_ID_RE = re.compile(r"^wiki-[0-9a-z]{8}$")
-NOT_FOUND = "wiki not found"
-
-
-def wiki_not_found(wiki_id: str) -> NotFound:
-    """The one answer for a wiki that is absent or belongs to a team the caller is not in."""
-    return NotFound(f"{NOT_FOUND}: {wiki_id}")
-
-
-def check_wiki_id(wiki_id: str, field_name: str = "wiki_id") -> None:
-    """`wiki-` + 8 base36 characters, or 400."""
-    if not WIKI_ID_RE.match(wiki_id):
-        raise BadRequest(f"{field_name}: invalid wiki_id format (expected wiki- and 8 characters of [0-9a-z])")
+WIKI_ID_RE = WIKI.id_re
+SOURCE_HITS = 10
 
 
 @dataclass(frozen=True, slots=True)
-class WikiConfig:
-    """Service settings: where wikis live, the URL agents reach them at, allowed local source roots."""
+class WikiConfig(ResourceConfig):
+    """Service settings: where wikis live, the URL agents reach them at, allowed local source roots, the build
+    queue, and the LLM of `index: "ai"` ingests."""
 
-    files_root: Path
-    public_url: str
-    source_roots: tuple[Path, ...] = ()
-    builds: QueueLimits = field(default_factory=QueueLimits)
-    llm: LLMConfig | None = None  # for `index: "ai"` ingests
+    llm: LLMConfig | None = None
+
+
+SnapshotTool = Callable[[WikiSnapshot, dict[str, Any]], dict[str, Any] | None]
+
+# Tools answered from the built index; list_raw / read_raw / get_info work without one.
+_SNAPSHOT_TOOLS: dict[str, SnapshotTool] = {
+    "search": lambda s, p: s.search(p["query"], p["limit"]),
+    "list_pages": lambda s, p: s.list_pages(),
+    "read_page": lambda s, p: s.read_pages(p["refs"]),
+    "get_graph": lambda s, p: s.graph(),
+    "list_themes": lambda s, p: s.list_themes(),
+    "get_index": lambda s, p: s.get_index(p.get("theme")),
+    "docs_for_paths": lambda s, p: s.docs_for_paths(p["paths"]),
+    "search_sources": lambda s, p: s.search_sources(p["keywords"], SOURCE_HITS),
+}
 
 
 @dataclass
-class WikiService:
+class WikiService(ResourceService):
     """Wikis of every tenant of one data dir."""
 
-    store: MetaStore
+    KIND = WIKI
+    ROOTS_SETTING = "MEMHUB_WIKI_SOURCE_ROOTS"
+
     config: WikiConfig
     files: WikiFiles = field(init=False)
     snapshots: SnapshotCache = field(init=False)
@@ -96,13 +97,13 @@ class WikiService:
         self.files = WikiFiles(self.config.files_root)
         self.snapshots = SnapshotCache(self.files, self.store)
         self.builds = WikiBuilds(
-            self.store,
-            self.files,
-            self.snapshots,
-            self.config.public_url,
-            self.config.builds,
-            self.config.llm,
-            self.config.source_roots,
+            store=self.store,
+            files=self.files,
+            snapshots=self.snapshots,
+            public_url=self.config.public_url,
+            limits=self.config.builds,
+            llm=self.config.llm,
+            source_roots=self.config.source_roots,
         )
 
     # -- rows, views and access ------------------------------------------------------------------
@@ -128,24 +129,6 @@ class WikiService:
             "created_at": row["created_at"],
             "updated_at": row["updated_at"],
         }
-
-    def _row(self, r: MetaReader, caller: Caller, wiki_id: str) -> Row:
-        check_wiki_id(wiki_id)
-        row = r.get(MetaKind.WIKI, wiki_id)
-        if row is None or not visible(r, caller, row):
-            raise wiki_not_found(wiki_id)
-        return row
-
-    def _team_guard(self, r: MetaReader, caller: Caller, team_id: str) -> None:
-        require_member(r, caller, team_id)
-
-    def row(self, caller: Caller, wiki_id: str) -> Row:
-        """The wiki's row, if the caller may see it."""
-        with self.store.reading(caller.service_id) as r:
-            return self._row(r, caller, wiki_id)
-
-    def _local_source(self, source_path: str) -> str:
-        return local_source_dir(source_path, self.config.source_roots, "MEMHUB_WIKI_SOURCE_ROOTS")
 
     # -- management ------------------------------------------------------------------------------------
 
@@ -193,28 +176,6 @@ class WikiService:
         self.files.wiki_dir(caller.service_id, wiki_id).mkdir(parents=True, exist_ok=True)
         return self.detail(row), True
 
-    @staticmethod
-    def _new_id(r: MetaReader) -> str:
-        while True:
-            wiki_id = "wiki-" + random_base36(8)
-            if r.get(MetaKind.WIKI, wiki_id) is None:
-                return wiki_id
-
-    def list(self, caller: Caller, team_id: str, status: str | None, limit: int, offset: int) -> Row:
-        """wiki/list: the team's wikis, newest first."""
-        where: dict[str, Any] = {"team_id": team_id}
-        if status is not None:
-            where["status"] = status
-        with self.store.reading(caller.service_id) as r:
-            self._team_guard(r, caller, team_id)
-            rows = r.find(MetaKind.WIKI, where, order_by=("-created_at", "wiki_id"), limit=limit, offset=offset)
-            total = r.count(MetaKind.WIKI, where)
-        return {"items": [self.detail(x) for x in rows], "total": total}
-
-    def get(self, caller: Caller, wiki_id: str) -> Row:
-        """wiki/get."""
-        return self.detail(self.row(caller, wiki_id))
-
     def update_meta(self, caller: Caller, wiki_id: str, changes: Mapping[str, Any]) -> Row:
         """wiki/update-meta: name and/or summary (the registry entry follows)."""
         with self.store.writing(caller.service_id) as w:
@@ -230,22 +191,12 @@ class WikiService:
                 register_wiki(w, row, self.config.public_url)
         return self.detail(row)
 
-    def delete(self, caller: Caller, wiki_ids: Sequence[str]) -> Row:
-        """wiki/delete: `{deleted_ids, failed:[{id, reason}]}`; files go after the commit."""
+    def _drop(self, w: MetaWriter, resource_id: str) -> None:
+        w.delete(MetaKind.WIKI_SOURCE, {"wiki_id": resource_id})
+        super()._drop(w, resource_id)
 
-        def drop(w: MetaWriter, resource_id: str) -> None:
-            w.delete(MetaKind.WIKI_SOURCE, {"wiki_id": resource_id})
-            w.delete(MetaKind.KNOWLEDGE, {"knowledge_id": resource_id})
-            w.delete(MetaKind.WIKI, {"wiki_id": resource_id})
-
-        with self.store.writing(caller.service_id) as w:
-            deleted, failed = delete_batch(
-                w, caller, wiki_ids, kind=MetaKind.WIKI, id_pattern=WIKI_ID_RE, drop=drop, action="wiki/delete"
-            )
-        for wiki_id in deleted:
-            self.snapshots.forget(caller.service_id, wiki_id)
-            self.files.remove_wiki(caller.service_id, wiki_id)
-        return {"deleted_ids": deleted, "failed": failed}
+    def _forget(self, service_id: str, resource_id: str) -> None:
+        self.snapshots.forget(service_id, resource_id)
 
     # -- source files ------------------------------------------------------------------------------------
 
@@ -301,7 +252,7 @@ class WikiService:
     def _writable(self, w: MetaWriter, caller: Caller, team_id: str | None, wiki_id: str) -> Row:
         row = self._row(w, caller, wiki_id)
         if team_id is not None and row["team_id"] != team_id:
-            raise wiki_not_found(wiki_id)
+            raise WIKI.not_found(wiki_id)
         if row["source_path"]:
             raise BadRequest(f"wiki_id: {wiki_id} reads its sources from a local folder; edit the files there")
         if row["status"] in BUSY_STATUSES:
@@ -394,19 +345,6 @@ class WikiService:
         detail = self.get(caller, wiki_id)
         return {**detail, "report": report.view() if report else None}, True
 
-    def resume(self) -> int:
-        """At start: queue again the builds a previous process left pending or running (how many are
-        returned), and point registrations of this server's wikis at its current public URL."""
-        return self.builds.resume()
-
-    def wait_idle(self, timeout: float = 60.0) -> None:
-        """Block until queued builds are done (tests, shutdown)."""
-        self.builds.wait_idle(timeout)
-
-    def close(self) -> None:
-        """Finish the running build; queued ones stay `pending` and resume at the next start."""
-        self.builds.close()
-
     # -- reads ---------------------------------------------------------------------------------------------
 
     def snapshot_of(self, service_id: str, row: Row) -> WikiSnapshot | None:
@@ -437,6 +375,31 @@ class WikiService:
         found = snapshot.retrieve(question, paths=paths, conversation=conversation, rescore=rescore)
         return {**found, "stale": stale(row)}
 
+    # -- tools ---------------------------------------------------------------------------------------------
+
+    def tool_view(self, row: Row) -> Row:
+        """The wiki as tools/list shows it."""
+        detail = self.detail(row)
+        return {k: detail[k] for k in ("name", "summary", "status", "stale")}
+
+    def call_tool(self, caller: Caller, row: Row, tool_name: str, params: dict[str, Any]) -> Row:
+        """One wiki tool (params already checked); a wiki that never built answers the index tools with a
+        tool error naming its status."""
+        wiki_id = row["wiki_id"]
+        if tool_name == "get_info":
+            return {**self.detail(row), "service_id": caller.service_id, "version": row["version"]}
+        if tool_name == "list_raw":
+            return self.raw_ls(caller, wiki_id)
+        if tool_name == "read_raw":
+            return self.raw_read(caller, wiki_id, params["filenames"])
+        snapshot = self.snapshot_of(caller.service_id, row)
+        if snapshot is None:
+            return tool_error(not_built_message(row), status=row["status"])
+        data = _SNAPSHOT_TOOLS[tool_name](snapshot, params)
+        if data is None:  # get_index of a theme the index does not have
+            return tool_error(f"unknown theme {params.get('theme')!r}; call list_themes for the theme ids")
+        return {**data, "stale": stale(row)}
+
 
 def not_built_message(row: Row) -> str:
     """Why a wiki that never built cannot answer, and what to do about it."""
@@ -447,4 +410,4 @@ def not_built_message(row: Row) -> str:
     return f"wiki {row['wiki_id']} has no index yet: upload sources with raw/write, then call ingest"
 
 
-__all__ = ["RawFile", "WikiConfig", "WikiService", "check_wiki_id", "decode_upload", "not_built_message", "stale"]
+__all__ = ["RawFile", "WikiConfig", "WikiService", "decode_upload", "not_built_message", "stale"]

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from memhub.knowledge.wiki.build import PAGES_DIR, read_manifest, read_units
 from memhub.knowledge.wiki.globs import glob_matches
 from memhub.knowledge.wiki.index import INDEX_FILE, WikiDocument, WikiIndex, load_index
+from memhub.knowledge.wiki.indexer import PAGES_DIR, read_manifest, read_units
 from memhub.knowledge.wiki.keywords import SourceIndex
 from memhub.knowledge.wiki.pages import Page, normalise_ref, page_id, resolve_links
 from memhub.knowledge.wiki.pagesearch import PageSearch, query_snippet

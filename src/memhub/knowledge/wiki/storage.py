@@ -1,8 +1,8 @@
 """Where a wiki's files live, and the rules for the names of uploaded source files.
 
-    <data_dir>/knowledge/<service id, %-encoded>/<wiki id>/
+    <data_dir>/knowledge/<service id, %-encoded>/<wiki id>/     (memhub.knowledge.storage)
         raw/          uploaded source files (the source archive), under their relative names
-        gen/<n>/      built generations (memhub.knowledge.wiki.build); the database says which is current
+        gen/<n>/      built generations (memhub.knowledge.wiki.indexer); the database says which is current
         extracted/    raw/read's extracted text of PDF and DOCX files not (yet) built, by content hash
 
 Every write goes to a temporary file in the same directory, is flushed, and is renamed into place,
@@ -13,18 +13,15 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from memhub.knowledge.tenant_dirs import tenant_dir, tenants
+from memhub.knowledge.storage import ResourceFiles
 from memhub.knowledge.wiki.sources import SUPPORTED_EXTENSIONS, PathOutsideRoot, safe_path
 from memhub.knowledge.wiki.sourcetypes import INDEX_FILE
 
 RAW_DIR = "raw"
-GEN_DIR = "gen"
 EXTRACTED_DIR = "extracted"
 FILENAME_MAX = 512
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -52,30 +49,20 @@ def filename_problem(name: object) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class WikiFiles:
+class WikiFiles(ResourceFiles):
     """The directory tree of every wiki under one data dir."""
-
-    root: Path
 
     def wiki_dir(self, service_id: str, wiki_id: str) -> Path:
         """The wiki's own directory."""
-        return self.root / tenant_dir(service_id) / wiki_id
+        return self.resource_dir(service_id, wiki_id)
 
     def raw_dir(self, service_id: str, wiki_id: str) -> Path:
         """Where uploaded source files are kept."""
         return self.wiki_dir(service_id, wiki_id) / RAW_DIR
 
-    def generation_dir(self, service_id: str, wiki_id: str, generation: int) -> Path:
-        """One built generation's directory."""
-        return self.wiki_dir(service_id, wiki_id) / GEN_DIR / str(generation)
-
     def extracted_dir(self, service_id: str, wiki_id: str) -> Path:
         """Where raw/read keeps the extracted text of documents by content hash."""
         return self.wiki_dir(service_id, wiki_id) / EXTRACTED_DIR
-
-    def tenants(self) -> Iterator[str]:
-        """Service ids that have any knowledge files (used to resume builds after a restart)."""
-        return tenants(self.root)
 
     def write_raw(self, service_id: str, wiki_id: str, filename: str, data: bytes) -> None:
         """Store one uploaded file atomically (temporary file, fsync, rename)."""
@@ -111,14 +98,6 @@ class WikiFiles:
             parent = parent.parent
         return True
 
-    def prune_generations(self, service_id: str, wiki_id: str, keep: int) -> None:
-        """Remove every generation directory but `keep` (older ones and leftovers of failed builds)."""
-        gens = self.wiki_dir(service_id, wiki_id) / GEN_DIR
-        if gens.is_dir():
-            for entry in gens.iterdir():
-                if entry.name != str(keep):
-                    shutil.rmtree(entry, ignore_errors=True)
-
     def remove_wiki(self, service_id: str, wiki_id: str) -> None:
         """Delete everything of one wiki."""
-        shutil.rmtree(self.wiki_dir(service_id, wiki_id), ignore_errors=True)
+        self.remove(service_id, wiki_id)

@@ -95,7 +95,7 @@ def _fts_query(query: str) -> str:
 
 
 def _readonly_uri(path: Path) -> str:
-    # as_uri() %-encodes the path: a tenant directory name holds '%' (memhub.knowledge.tenant_dirs),
+    # as_uri() %-encodes the path: a tenant directory name holds '%' (memhub.knowledge.storage),
     # which a hand-built `file:` URI would hand to SQLite to decode.
     return path.absolute().as_uri() + "?mode=ro"
 

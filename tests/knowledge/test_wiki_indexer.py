@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from memhub.knowledge.wiki.build import (
+from memhub.knowledge.wiki.index import IndexIssue, dump_index_json
+from memhub.knowledge.wiki.indexer import (
     MANIFEST_FILE,
     PAGES_DIR,
     UNITS_FILE,
@@ -21,7 +22,6 @@ from memhub.knowledge.wiki.build import (
     read_units,
     source_statuses,
 )
-from memhub.knowledge.wiki.index import IndexIssue, dump_index_json
 from memhub.knowledge.wiki.pages import page_file
 from memhub.knowledge.wiki.sources import Limits, SourceError, SourceUnit
 from tests.knowledge.test_wiki_sources import make_docx, make_pdf
