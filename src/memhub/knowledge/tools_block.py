@@ -1,4 +1,5 @@
-"""The `<knowledge_tools>` prompt block (spec knowledge-and-proxy §1.6): resource tags plus curl recipes.
+"""The `<knowledge_tools>` prompt block (the original proxy's
+`renderKnowledgeToolsBlock` contract): resource tags plus curl recipes.
 
 The block tells an agent which team knowledge resources it may use and how to reach them in two steps
 (`POST <url>/tools/list`, then `POST <url>/tools/call`). It goes into the system prompt once per session, so
@@ -33,7 +34,7 @@ Language = Literal["en", "zh"]
 ResourceType = str  # a registered kind's name (memhub.knowledge.kinds)
 
 SERVICE_ID_HEADER = "x-tdai-service-id"
-# Spec §1.6 order; the renderer emits them in exactly this order, whatever order the caller's mapping has.
+# The original's order; the renderer emits them in exactly this order, whatever order the caller's mapping has.
 TELEMETRY_HEADERS: tuple[str, ...] = (
     "x-conversation-id",
     "x-tdai-user-id",
@@ -47,7 +48,7 @@ CACHE_KEY_PREFIX = "knowledge-tools-injector"
 # The KS accepts only this charset for the tenant id, so anything else is a caller bug.
 _SERVICE_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
 _RESOURCE_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
-# `url` is rendered raw (spec), so it must not contain anything that could close the attribute or the tag.
+# `url` is rendered raw, as by the original, so it must not contain anything that could close the attribute or the tag.
 _URL_RE = re.compile(r"^https?://[^\s\"<>'`\\]+$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]+")
 _SCHEME_RE = re.compile(r"^[a-z0-9+.-]+://", re.IGNORECASE)
@@ -154,7 +155,7 @@ def render_resource_tag(resource: KnowledgeResource) -> str:
 
 
 def _header_lines(headers: Mapping[str, str]) -> tuple[str, list[str]]:
-    """The service id and the `-H` lines: service id first, then the telemetry headers present, spec order."""
+    """The service id and the `-H` lines: service id first, then the telemetry headers present, the original's order."""
     by_name = {k.strip().lower(): v for k, v in headers.items() if isinstance(v, str)}
     service_id = (by_name.get(SERVICE_ID_HEADER) or "").strip()
     if not _SERVICE_ID_RE.match(service_id):

@@ -1,6 +1,6 @@
 """Keyword search over extracted source archives: which file, where in it, and a snippet.
 
-The seed says source archives are found by keywords on extracted text, with no vectors. Terms
+Source archives are found by keywords on extracted text, with no vectors. Terms
 follow `memhub.index.tokenize`: English words are case-folded and Snowball-stemmed (so
 "limits" finds "limit"), while a Chinese keyword is matched as a substring, because a segmenter
 can split the document differently from the query and a substring never misses.
