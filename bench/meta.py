@@ -32,7 +32,7 @@ from memhub.meta.caller import Caller
 from memhub.meta.keys import load_key_hasher
 from memhub.meta.services import MetaServices
 from memhub.scope import Isolation
-from memhub.store.sqlite.store import SQLiteStore
+from memhub.store.factory import open_store
 
 DEFAULT_OUT = HERE / "results" / "meta.json"
 AIM_ADDED_MS = 1.0
@@ -50,7 +50,7 @@ def _ok(http: Any, path: str, body: dict[str, Any], headers: dict[str, str] | No
 def in_process(iterations: int) -> dict[str, Latency]:
     """Auth + authorization cost without HTTP, on a fresh SQLite data dir."""
     with tempfile.TemporaryDirectory(prefix="memhub-bench-meta-") as tmp:
-        store = SQLiteStore(Path(tmp))
+        store = open_store(Path(tmp))
         meta = MetaServices.over(store.meta, load_key_hasher(Path(tmp)))
         admin = meta.init_admin(SERVICE, "root", None, "bench")
         root = Caller(SERVICE, admin["user_id"], "system_admin")

@@ -4,7 +4,7 @@
 Aim (the issue): p95 ≤ 15 ms at 100k records in one scope, ≤ 25 ms at 1M records over 10 scopes.
 
 The server's embedding worker (local e5, ~40 texts/s) cannot embed a million records in a benchmark's
-time, so the data are loaded IN-PROCESS before the server starts, through `SQLiteStore`'s public API:
+time, so the data are loaded IN-PROCESS before the server starts, through the store's public API:
 
   1. records: `add_messages` (sessions of 200 messages) and `add_atomic` in big batches with
      `synchronous="OFF"`; texts from bench/gateway.py's seeded `TextGen` (EN/ZH chat vocabulary);
@@ -75,7 +75,8 @@ from memhub.model import AtomicFilter, EmbeddingModel, MessageFilter, NewAtomic,
 from memhub.retrieval.embed import EmbeddingConfig, LocalEmbedder
 from memhub.retrieval.hybrid import SearchOptions
 from memhub.scope import Isolation, MemoryScope
-from memhub.store.sqlite.store import EXACT_VECTOR_LIMIT, SQLiteStore
+from memhub.store.factory import StoreOptions, open_store
+from memhub.store.sqlite.store import EXACT_VECTOR_LIMIT
 
 DEFAULT_OUT = HERE / "results" / "search.json"
 MODEL = EmbeddingModel("local:multilingual-e5-small-q4", 384)
@@ -190,7 +191,7 @@ def load(data_dir: Path, spec: DataSpec, seed: int) -> LoadStats:
         shutil.rmtree(data_dir)
     stats = LoadStats(spec.total)
     started = time.perf_counter()
-    store = SQLiteStore(data_dir, synchronous="OFF")
+    store = open_store(data_dir, StoreOptions(synchronous="OFF"))
     try:
         for i, sc in enumerate(spec.scopes):
             scope = _memory_scope(sc.name)
@@ -520,7 +521,7 @@ def breakdown(spec: DataSpec, data_dir: Path, args: argparse.Namespace, pool: Qu
     vlog.setLevel(logging.INFO)
     out: dict[str, Any] = {"scope_records": {"L0": sc.l0, "L1": sc.l1}}
     embedder = LocalEmbedder(EmbeddingConfig(provider="local", model="e5-small"))
-    store = SQLiteStore(data_dir)
+    store = open_store(data_dir)
     # The server's own query path: the runtime's cache is primed here (timing the e5 calls), so the service
     # searches below pay everything but the embedding.
     runtime = EmbeddingRuntime(store, embedder, provider="local")
