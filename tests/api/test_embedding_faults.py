@@ -18,7 +18,7 @@ import pytest
 
 from memhub.memory.embedding import QUERY_COOL_DOWN_S
 from memhub.model import EmbeddingModel
-from memhub.store.sqlite.store import SQLiteStore
+from memhub.store.sqlite import SQLiteStore
 from tests.conftest import Gateway
 from tests.retrieval.fake_openai import FakeOpenAI
 

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from memhub.model.prompts import PromptTarget
+from memhub.store.sqlite import SQLiteStore
 from memhub.store.sqlite.prompts import SQLitePromptStore
 from memhub.store.sqlite.schema import MIGRATIONS
-from memhub.store.sqlite.store import SQLiteStore
 from tests.conftest import Gateway, build_gateway
 from tests.meta.org import Member, Org, rows
 from tests.pipeline.fake_llm import FakeChat
@@ -312,8 +312,8 @@ def test_resolution_ignores_a_setting_that_points_at_another_teams_prompt(t: Ten
 def test_the_migration_gives_each_prompt_the_only_team_that_uses_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from memhub.store.sqlite import store as sqlite_module
     from memhub.store.sqlite.pipeline_schema import add_prompt_owners
-    from memhub.store.sqlite.store import store as sqlite_module
 
     before = MIGRATIONS[: MIGRATIONS.index(add_prompt_owners)]
     monkeypatch.setattr(sqlite_module, "MIGRATIONS", before)

@@ -18,8 +18,8 @@ from memhub.model import NewAtomic
 from memhub.model.pipeline import Job, JobKind, L1Outcome, ProfileProgress
 from memhub.pipeline.schedule import Schedule, SessionProgress
 from memhub.scope import MemoryScope
+from memhub.store.sqlite import SQLiteStore
 from memhub.store.sqlite.pipeline import session_target
-from memhub.store.sqlite.store import SQLiteStore
 
 NOW = 50_000_000
 IDLE = 600_000

@@ -18,10 +18,10 @@ import pytest
 from memhub.ids import atomic_id
 from memhub.model import NewAtomic
 from memhub.scope import MemoryScope, ProfileScope
+from memhub.store.sqlite import SQLiteStore
+from memhub.store.sqlite import store as sqlite_store
 from memhub.store.sqlite.profile_schema import SUPERSEDED
 from memhub.store.sqlite.schema import MIGRATIONS
-from memhub.store.sqlite.store import SQLiteStore
-from memhub.store.sqlite.store import store as sqlite_store
 from tests.conftest import Gateway, build_gateway
 
 SVC, TEAM, AGENT = "svc-a", "team-1", "agent-1"

@@ -12,8 +12,8 @@ from memhub.index.tokenize import query_terms
 from memhub.model import AtomicFilter, AuditContext, DocumentRecord, MessageFilter, NewAtomic, NewMessage
 from memhub.scope import MemoryScope, ProfileScope
 from memhub.store import MemoryStore
+from memhub.store.sqlite import store as sqlite_store
 from memhub.store.sqlite.store import DB_FILENAME, SQLiteStore
-from memhub.store.sqlite.store import store as sqlite_store
 from tests.store.conftest import OpenStore, sqlite_only
 
 A = MemoryScope("svc", "team", "alice", "agent", "")

@@ -11,8 +11,8 @@ from memhub.ids import message_id
 from memhub.index.tokenize import query_terms
 from memhub.model import MessageFilter, NewMessage
 from memhub.scope import MemoryScope
-from memhub.store.sqlite.store import SQLiteStore
-from memhub.store.sqlite.store import fts as sqlite_fts
+from memhub.store.sqlite import SQLiteStore
+from memhub.store.sqlite import fts as sqlite_fts
 
 SCOPE = MemoryScope("svc", "team", "user", "agent", "")
 

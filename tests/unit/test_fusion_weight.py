@@ -7,7 +7,7 @@ from pathlib import Path
 from memhub.memory.embedding import EmbeddingRuntime
 from memhub.retrieval.embed import EmbeddingConfig, build_embedder
 from memhub.retrieval.hybrid import SearchOptions
-from memhub.store.sqlite.store import SQLiteStore
+from memhub.store.sqlite import SQLiteStore
 
 
 def _runtime(tmp_path: Path, model: str, override: float | None = None) -> EmbeddingRuntime:
