@@ -18,7 +18,7 @@ import pytest
 
 from memhub.memory.embedding import QUERY_COOL_DOWN_S
 from memhub.model import EmbeddingModel
-from memhub.store.sqlite import SQLiteStore
+from memhub.store.factory import open_store
 from tests.conftest import Gateway
 from tests.retrieval.fake_openai import FakeOpenAI
 
@@ -238,7 +238,7 @@ def test_a_reembed_by_another_process_while_serving_falls_back_to_bm25(
     write_all(gw)
     wait_for(lambda: gw.health()["embedding_backlog"] == 0, "backlog drained")
     assert search(gw, "budget review")[1] == "hybrid"
-    other = SQLiteStore(gw.data_dir)  # `memhub reembed` with another model, run against the docs' advice
+    other = open_store(gw.data_dir)  # `memhub reembed` with another model, run against the docs' advice
     try:
         other.reset_embeddings(EmbeddingModel("openai:other-model", 32))
     finally:

@@ -14,6 +14,7 @@ from memhub.settings import Settings
 from memhub.store.factory import BACKENDS, UnknownBackend, split_url
 from memhub.store.factory import open_store as open_store_at
 from memhub.store.sqlite.store import DB_FILENAME
+from tests.store.conftest import BACKENDS as CONTRACT_BACKENDS
 
 SCOPE = MemoryScope("svc", "team", "alice", "agent", "")
 
@@ -36,7 +37,10 @@ def test_an_unknown_backend_is_refused_naming_the_ones_there_are() -> None:
         split_url("mysql://db.example/memhub")
     with pytest.raises(UnknownBackend, match="sqlite:// needs a data directory"):
         split_url("sqlite://")
-    assert set(BACKENDS) == {"sqlite"}
+
+
+def test_every_backend_the_factory_opens_runs_the_store_contract_suite() -> None:
+    assert set(BACKENDS) == set(CONTRACT_BACKENDS), "add the backend to tests/store/conftest.py: BACKENDS"
 
 
 def test_the_store_url_setting_is_checked_at_start(tmp_path: Path) -> None:

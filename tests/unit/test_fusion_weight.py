@@ -7,12 +7,12 @@ from pathlib import Path
 from memhub.memory.embedding import EmbeddingRuntime
 from memhub.retrieval.embed import EmbeddingConfig, build_embedder
 from memhub.retrieval.hybrid import SearchOptions
-from memhub.store.sqlite import SQLiteStore
+from memhub.store.factory import open_store
 
 
 def _runtime(tmp_path: Path, model: str, override: float | None = None) -> EmbeddingRuntime:
     embedder = build_embedder(EmbeddingConfig(provider="local", model=model))
-    return EmbeddingRuntime(SQLiteStore(tmp_path / model), embedder, provider="local", lexical_weight=override)
+    return EmbeddingRuntime(open_store(tmp_path / model), embedder, provider="local", lexical_weight=override)
 
 
 def test_each_local_model_brings_its_tuned_weight(tmp_path: Path) -> None:
@@ -30,5 +30,5 @@ def test_a_setting_overrides_the_model_and_an_explicit_option_wins(tmp_path: Pat
 
 def test_a_remote_model_of_unknown_quality_gets_the_middle_weight(tmp_path: Path) -> None:
     config = EmbeddingConfig(provider="openai", model="m", base_url="http://127.0.0.1:9", dimensions=8)
-    runtime = EmbeddingRuntime(SQLiteStore(tmp_path / "r"), build_embedder(config), provider="openai")
+    runtime = EmbeddingRuntime(open_store(tmp_path / "r"), build_embedder(config), provider="openai")
     assert runtime.search_options(SearchOptions(limit=5)).lexical_weight == 0.3
