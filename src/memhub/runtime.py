@@ -19,6 +19,7 @@ from memhub.knowledge.service import ResourceConfig
 from memhub.knowledge.services import KnowledgeServices
 from memhub.knowledge.wiki.kind import WIKI
 from memhub.knowledge.wiki.service import WikiConfig
+from memhub.llm.client import ChatClient
 from memhub.memory.chat_memory import ChatMemoryService
 from memhub.memory.embedding import EmbeddingRuntime
 from memhub.memory.prompt_access import PromptAccess
@@ -74,21 +75,24 @@ def dimension_known_offline(settings: Settings) -> bool:
     return provider == "local" or (provider == "openai" and settings.embedding_dimensions is not None)
 
 
-def pipeline_stages(settings: Settings) -> Stages:
-    """An LLM's stages when one is configured, else the offline rule-based ones (the default: no key needed)."""
-    config = settings.pipeline_config()
+def chat_client(settings: Settings) -> ChatClient | None:
+    """The configured LLM's client, shared by the pipeline and the wikis' AI index (thread-safe); None without one."""
     llm = settings.llm_config()
-    if llm is not None:
-        from memhub.llm.client import ChatClient
+    return ChatClient(llm) if llm is not None else None
+
+
+def pipeline_stages(settings: Settings, client: ChatClient | None) -> Stages:
+    """The LLM's stages over `client` when one is configured, else the offline rule-based ones (the default)."""
+    config = settings.pipeline_config()
+    if client is not None:
         from memhub.pipeline.llm_stages import LLMDeduplicator, LLMExtractor, LLMPersonaWriter, LLMSceneWriter
 
-        client = ChatClient(llm)
         return Stages(
             extractor=LLMExtractor(client),
             deduplicator=LLMDeduplicator(client),
             scenes=LLMScenes(LLMSceneWriter(client), config.max_scenes),
             persona=LLMPersona(LLMPersonaWriter(client), config.mode),
-            generator=llm.model,
+            generator=client.model,
         )
     # Imported here: a process that never runs the pipeline does not build the rule tables.
     from memhub.pipeline.offline import OfflineDeduplicator, OfflineExtractor
@@ -102,13 +106,15 @@ def pipeline_stages(settings: Settings) -> Stages:
     )
 
 
-def pipeline_worker(settings: Settings, store: MemoryStore, memory: MemoryServices) -> PipelineWorker:
+def pipeline_worker(
+    settings: Settings, store: MemoryStore, memory: MemoryServices, client: ChatClient | None
+) -> PipelineWorker:
     """The background worker that turns conversations into memories; not started yet."""
     config = settings.pipeline_config()
     runner = PipelineRunner(
         store,
         memory,
-        pipeline_stages(settings),
+        pipeline_stages(settings, client),
         config,
         prompts=MemoryPromptService(store.prompts),
         generations=GenerationLogService(store.prompts),
@@ -116,7 +122,7 @@ def pipeline_worker(settings: Settings, store: MemoryStore, memory: MemoryServic
     return PipelineWorker(store, runner, config)
 
 
-def knowledge_configs(settings: Settings) -> dict[str, ResourceConfig]:
+def knowledge_configs(settings: Settings, client: ChatClient | None = None) -> dict[str, ResourceConfig]:
     """Each knowledge kind's service config, by kind name (memhub.knowledge.services)."""
     files_root, public_url = settings.data_dir / "knowledge", settings.knowledge_url()
     wiki = WikiConfig(
@@ -129,7 +135,7 @@ def knowledge_configs(settings: Settings) -> dict[str, ResourceConfig]:
             settings.knowledge_build_queue_per_tenant,
             "MEMHUB_WIKI_BUILD_TIMEOUT_SECONDS",
         ),
-        llm=settings.llm_config(),
+        chat=client,
     )
     code_graph = CodeGraphConfig(
         files_root=files_root,
@@ -147,12 +153,14 @@ def knowledge_configs(settings: Settings) -> dict[str, ResourceConfig]:
     return {WIKI.name: wiki, CODE_GRAPH.name: code_graph}
 
 
-def knowledge_services(settings: Settings, store: MemoryStore, meta: MetaServices) -> KnowledgeServices:
+def knowledge_services(
+    settings: Settings, store: MemoryStore, meta: MetaServices, client: ChatClient | None = None
+) -> KnowledgeServices:
     """Every registered knowledge kind's service, tool dispatch and the `<knowledge_tools>` offer, from settings."""
     return KnowledgeServices.over(
         store.meta,
         meta.config,
-        knowledge_configs(settings),
+        knowledge_configs(settings, client),
         public_url=settings.knowledge_url(),
         language=settings.knowledge_language,
         open_tools=settings.knowledge_tools_auth == "open",
@@ -176,6 +184,7 @@ class Hub:
     memory: MemoryServices
     knowledge: KnowledgeServices
     embedding: EmbeddingRuntime | None
+    chat: ChatClient | None  # the configured LLM, if any
     worker: PipelineWorker | None
     pipeline: PipelineService
     prompts: MemoryPromptService
@@ -201,6 +210,8 @@ class Hub:
             self.worker.close()
         if self.embedding is not None:
             self.embedding.close()
+        if self.chat is not None:
+            self.chat.close()
         self.store.close()
 
 
@@ -222,9 +233,11 @@ def build_hub(
     quotas = Quotas(settings.max_users_per_instance, settings.max_teams_per_instance, settings.max_active_keys_per_user)
     meta = MetaServices.over(store.meta, hasher, quotas, settings.knowledge_origins())
     memory = MemoryServices.over(store, embedding)
-    worker = pipeline_worker(settings, store, memory) if settings.pipeline_enabled and not knowledge_only else None
+    chat = chat_client(settings)
+    pipeline_on = settings.pipeline_enabled and not knowledge_only
+    worker = pipeline_worker(settings, store, memory, chat) if pipeline_on else None
     generator = worker.runner.stages.generator if worker is not None else "none"
-    knowledge = knowledge_services(settings, store, meta)
+    knowledge = knowledge_services(settings, store, meta, chat)
     return Hub(
         settings=settings,
         store=store,
@@ -233,6 +246,7 @@ def build_hub(
         memory=memory,
         knowledge=knowledge,
         embedding=embedding,
+        chat=chat,
         worker=worker,
         pipeline=PipelineService(store, worker, generator),
         prompts=MemoryPromptService(store.prompts),

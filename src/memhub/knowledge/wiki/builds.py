@@ -22,7 +22,7 @@ from memhub.knowledge.wiki.snapshot import WikiSnapshot
 from memhub.knowledge.wiki.snapshot_cache import SnapshotCache
 from memhub.knowledge.wiki.sourcefiles import file_size, record_status, source_root
 from memhub.knowledge.wiki.storage import WikiFiles
-from memhub.llm.client import ChatClient, LLMConfig
+from memhub.llm.client import ChatClient
 from memhub.meta.clock import now_iso
 from memhub.meta.knowledge import register
 from memhub.model.meta import MetaKind, Row
@@ -73,7 +73,7 @@ class WikiBuilds(ResourceBuilds[BuildJob, BuildReport]):
 
     files: WikiFiles
     snapshots: SnapshotCache
-    llm: LLMConfig | None = None  # for `index: "ai"` builds
+    chat: ChatClient | None = None  # the LLM of `index: "ai"` builds
     # Where a wiki may read a local folder; a build checks again, as the roots may have changed since create.
     source_roots: tuple[Path, ...] = ()
 
@@ -102,7 +102,7 @@ class WikiBuilds(ResourceBuilds[BuildJob, BuildReport]):
         previous = (
             self.files.generation_dir(job.service_id, job.wiki_id, row["generation"]) if row["generation"] else None
         )
-        client = ChatClient(self.llm) if job.index_mode == "ai" and self.llm else None
+        client = self.chat if job.index_mode == "ai" else None
         try:
             if row["source_path"] and not under_roots(Path(row["source_path"]), self.source_roots):
                 raise BuildFailed(
@@ -118,9 +118,6 @@ class WikiBuilds(ResourceBuilds[BuildJob, BuildReport]):
             log.exception("wiki build %s/%s failed", job.service_id, job.wiki_id)
             self._fail(job, f"build failed: {type(exc).__name__}: {exc}", deadline)
             return None
-        finally:
-            if client is not None:
-                client.close()
         if not self._commit(job, report, snapshot, deadline):
             self._discard(job)
             return None

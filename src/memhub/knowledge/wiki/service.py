@@ -47,7 +47,7 @@ from memhub.knowledge.wiki.sourcefiles import (
 from memhub.knowledge.wiki.sources import source_kind
 from memhub.knowledge.wiki.sourcetree import SourceTree
 from memhub.knowledge.wiki.storage import WikiFiles, filename_problem
-from memhub.llm.client import LLMConfig
+from memhub.llm.client import ChatClient
 from memhub.meta import audit
 from memhub.meta.caller import Caller
 from memhub.meta.clock import now_iso
@@ -63,7 +63,7 @@ class WikiConfig(ResourceConfig):
     """Service settings: where wikis live, the URL agents reach them at, allowed local source roots, the build
     queue, and the LLM of `index: "ai"` ingests."""
 
-    llm: LLMConfig | None = None
+    chat: ChatClient | None = None  # shared with the pipeline; the composition root closes it
 
 
 SnapshotTool = Callable[[WikiSnapshot, dict[str, Any]], dict[str, Any] | None]
@@ -102,7 +102,7 @@ class WikiService(ResourceService):
             snapshots=self.snapshots,
             public_url=self.config.public_url,
             limits=self.config.builds,
-            llm=self.config.llm,
+            chat=self.config.chat,
             source_roots=self.config.source_roots,
         )
 
@@ -324,7 +324,7 @@ class WikiService(ResourceService):
 
         `index_mode="ai"` has the configured LLM write the summaries and tags authors left out.
         """
-        if index_mode == "ai" and self.config.llm is None:
+        if index_mode == "ai" and self.config.chat is None:
             raise BadRequest("index: 'ai' needs an LLM (set MEMHUB_LLM_BASE_URL and MEMHUB_LLM_MODEL)")
         with ExitStack() as stack:
             with self.store.writing(caller.service_id) as w:
