@@ -107,7 +107,12 @@ def pipeline_stages(settings: Settings, client: ChatClient | None) -> Stages:
 
 
 def pipeline_worker(
-    settings: Settings, store: MemoryStore, memory: MemoryServices, client: ChatClient | None
+    settings: Settings,
+    store: MemoryStore,
+    memory: MemoryServices,
+    client: ChatClient | None,
+    prompts: MemoryPromptService,
+    generations: GenerationLogService,
 ) -> PipelineWorker:
     """The background worker that turns conversations into memories; not started yet."""
     config = settings.pipeline_config()
@@ -116,8 +121,8 @@ def pipeline_worker(
         memory,
         pipeline_stages(settings, client),
         config,
-        prompts=MemoryPromptService(store.prompts),
-        generations=GenerationLogService(store.prompts),
+        prompts=prompts,
+        generations=generations,
     )
     return PipelineWorker(store, runner, config)
 
@@ -235,7 +240,8 @@ def build_hub(
     memory = MemoryServices.over(store, embedding)
     chat = chat_client(settings)
     pipeline_on = settings.pipeline_enabled and not knowledge_only
-    worker = pipeline_worker(settings, store, memory, chat) if pipeline_on else None
+    prompts, generations = MemoryPromptService(store.prompts), GenerationLogService(store.prompts)
+    worker = pipeline_worker(settings, store, memory, chat, prompts, generations) if pipeline_on else None
     generator = worker.runner.stages.generator if worker is not None else "none"
     knowledge = knowledge_services(settings, store, meta, chat)
     return Hub(
@@ -249,9 +255,9 @@ def build_hub(
         chat=chat,
         worker=worker,
         pipeline=PipelineService(store, worker, generator),
-        prompts=MemoryPromptService(store.prompts),
+        prompts=prompts,
         prompt_access=PromptAccess(store.meta),
-        generations=GenerationLogService(store.prompts),
+        generations=generations,
         generation_access=GenerationAccess(store.meta),
         chat_memory=ChatMemoryService(store),
         composer=ContextComposer(knowledge, memory.conversation, meta.access, meta.config),
