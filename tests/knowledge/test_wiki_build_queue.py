@@ -8,7 +8,6 @@ every outcome is decided by the queue, never by timing.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 import memhub.knowledge.wiki.builds as wiki_builds
 from tests.conftest import build_gateway
+from tests.knowledge.build_holds import hold_first_run
 from tests.knowledge.wiki_http_kit import OTHER_SERVICE, TEAM, BuildGate, WikiHttp
 
 DOC = {"a.md": "# A\n\nalpha\n"}
@@ -102,16 +102,7 @@ def test_a_build_past_its_time_limit_fails_and_the_next_build_runs(
     for wiki_id in (stuck, after):
         wk.write(wiki_id, DOC)
     builds = wk.wikis.builds
-    started, release = threading.Event(), threading.Event()
-    run = builds.run
-
-    def first_held(job: Any, deadline: Any) -> Any:
-        if not started.is_set():
-            started.set()
-            release.wait(60)  # held from its first step until the test ends: it can only end by its limit
-        return run(job, deadline)
-
-    monkeypatch.setattr(builds, "run", first_held)
+    release = hold_first_run(builds, monkeypatch)  # it can only end by its limit
     generous = builds.pool.limits
     builds.pool.limits = replace(generous, time_limit=0.01)
     failed = wk.ingest(stuck)

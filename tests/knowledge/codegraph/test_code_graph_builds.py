@@ -19,6 +19,7 @@ import pytest
 import memhub.knowledge.codegraph.builds as code_graph_builds
 from memhub.knowledge.build_queue import BuildStopped
 from memhub.knowledge.codegraph.indexer import index_tree
+from tests.knowledge.build_holds import hold_first_run
 from tests.knowledge.codegraph.code_graph_http_kit import OTHER_SERVICE, SERVICE, TEAM, CodeGraphHttp, copy_pyproj
 from tests.knowledge.tools_kit import knowledge_tags
 
@@ -102,16 +103,7 @@ def test_a_build_past_its_time_limit_fails_and_the_next_build_runs(
 ) -> None:
     sources = _sources(roots, "stuck", "next")
     builds = cg.code_graphs.builds
-    started, release = threading.Event(), threading.Event()
-    run = builds.run
-
-    def first_held(job: Any, deadline: Any) -> Any:
-        if not started.is_set():
-            started.set()
-            release.wait(60)  # held from its first step until the test ends: it can only end by its limit
-        return run(job, deadline)
-
-    monkeypatch.setattr(builds, "run", first_held)
+    release = hold_first_run(builds, monkeypatch)  # it can only end by its limit
     generous = builds.pool.limits
     builds.pool.limits = replace(generous, time_limit=0.01)
     stuck = cg.create(source_path=sources["stuck"])  # `wait`: answers when the build ended, here by its limit
