@@ -98,14 +98,14 @@ class RecallResult:
 
 
 @dataclass(slots=True)
-class _Budget:
-    """What is left of the character and token budgets."""
+class Budget:
+    """What is left of the character and token budgets (None: that unit is not limited)."""
 
     chars: int | None
     tokens: int | None
 
-    def share(self, fraction: float) -> _Budget:
-        return _Budget(
+    def share(self, fraction: float) -> Budget:
+        return Budget(
             None if self.chars is None else int(self.chars * fraction),
             None if self.tokens is None else int(self.tokens * fraction),
         )
@@ -178,7 +178,7 @@ class RecallService:
 
     def recall(self, iso: Isolation, request: RecallRequest) -> RecallResult:
         """The persona, the scene index and the best memories and turns for the query, within the budget."""
-        budget = _Budget(request.max_chars, request.max_tokens)
+        budget = Budget(request.max_chars, request.max_tokens)
         persona = self._persona(iso, budget.share(PERSONA_SHARE)) if request.include_persona else None
         if persona is not None:
             budget.take(*_cost(persona))
@@ -191,8 +191,7 @@ class RecallService:
         candidates = [_l1_item(h.record, h.score) for h in l1.hits if not _is_suspect(h.record)]
         candidates += [_l0_item(h.record, h.score) for h in l0.hits]
         candidates.sort(key=lambda item: item.score, reverse=True)
-        in_window = {_normalised(m.content) for m in request.messages}
-        memories = _choose(candidates, in_window, budget)
+        memories = choose(candidates, budget, [m.content for m in request.messages])
 
         used = sum(_cost(item.content)[1] for item in memories)
         used += _cost(persona)[1] if persona is not None else 0
@@ -200,7 +199,7 @@ class RecallService:
         strategy = l1.strategy if l1.strategy == l0.strategy else f"l1:{l1.strategy}+l0:{l0.strategy}"
         return RecallResult(memories, persona, scenes, used, strategy, sorted({*l1.notes, *l0.notes}))
 
-    def _persona(self, iso: Isolation, budget: _Budget) -> str | None:
+    def _persona(self, iso: Isolation, budget: Budget) -> str | None:
         content = self.core.read(iso).content
         text = remove_generated(content).text.strip() if content else ""
         if not text:
@@ -217,7 +216,7 @@ class RecallService:
             clipped = clipped + ELLIPSIS if clipped else ""
         return clipped or None
 
-    def _scenes(self, iso: Isolation, budget: _Budget) -> list[ScenarioEntry]:
+    def _scenes(self, iso: Isolation, budget: Budget) -> list[ScenarioEntry]:
         files = [e for e in self.scenario.list(iso) if not e.path.endswith("/")]
         # The most recently touched scenes first when not all fit; returned in path order, so a prompt
         # built from them stays the same until the scenes change.
@@ -235,13 +234,17 @@ def _scene_line(entry: ScenarioEntry) -> str:
     return f"{entry.path}: {entry.summary}" if entry.summary else entry.path
 
 
-def _choose(candidates: list[RecalledItem], in_window: set[str], budget: _Budget) -> list[RecalledItem]:
-    """Best first: skip covered turns, near-duplicates and what does not fit; a memory replaces its turns."""
+def choose(candidates: Sequence[RecalledItem], budget: Budget, in_window: Sequence[str] = ()) -> list[RecalledItem]:
+    """Best first: skip covered turns, turns in the window, near-duplicates and what does not fit.
+
+    A memory chosen after some of its source turns replaces them. `budget` is spent as items are chosen.
+    """
+    window = {_normalised(text) for text in in_window}
     chosen: dict[str, RecalledItem] = {}
     seen: dict[str, frozenset[str]] = {}
     covered: set[str] = set()
     for item in candidates:
-        if item.layer == "l0" and (item.id in covered or _normalised(item.content) in in_window):
+        if item.layer == "l0" and (item.id in covered or _normalised(item.content) in window):
             continue
         grams = shingles(item.content)
         if any(near_duplicates(grams, other) for other in seen.values()):
@@ -251,12 +254,12 @@ def _choose(candidates: list[RecalledItem], in_window: set[str], budget: _Budget
             freed = [chosen[i] for i in item.source_message_ids if i in chosen]
         cost = _cost(item.content)
         refund = [_cost(f.content) for f in freed]
-        room = _Budget(budget.chars, budget.tokens)
+        room = Budget(budget.chars, budget.tokens)
         for chars, tokens in refund:
             room.give_back(chars, tokens)
         if not room.fits(*cost):
             continue
-        for replaced in freed:
+        for replaced in freed:  # the memory says what these turns said, in fewer tokens
             del chosen[replaced.id]
             del seen[replaced.id]
         budget.chars, budget.tokens = room.chars, room.tokens

@@ -44,7 +44,7 @@ def recall(call: Call, body: Recall) -> dict[str, Any]:
     data: dict[str, Any] = {
         "memories": [item_view(item) for item in result.memories],
         "persona": result.persona,
-        "scenes": [{"path": e.path, "summary": e.summary} for e in result.scenes],
+        "scenes": [{"path": e.path, "summary": e.summary or None} for e in result.scenes],
         "tokens": result.tokens,
         "strategy": result.strategy,
     }
