@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memhub.memory.recall import ITEM_OVERHEAD_TOKENS, Budget, RecalledItem, choose
+from memhub.memory.recall import ITEM_OVERHEAD_CHARS, ITEM_OVERHEAD_TOKENS, Budget, RecalledItem, choose
 from memhub.retrieval.packing import estimate_tokens
 
 
@@ -49,9 +49,10 @@ def test_covered_turns_turns_in_the_window_and_near_duplicates_are_skipped() -> 
     assert [i.id for i in chosen] == ["m1", "t2"]
 
 
-def test_character_budget_counts_contents() -> None:
+def test_character_budget_counts_contents_and_their_prefixes() -> None:
     items = [turn(f"t{i}", f"note number {i} about the garden", 1 - i / 10) for i in range(5)]
-    budget = Budget(70, None)
+    each = len(items[0].content) + ITEM_OVERHEAD_CHARS
+    budget = Budget(2 * each + 10, None)
     chosen = choose(items, budget)
-    assert sum(len(i.content) for i in chosen) <= 70 and len(chosen) == 2
-    assert budget.chars == 70 - sum(len(i.content) for i in chosen)
+    assert [i.id for i in chosen] == ["t0", "t1"]
+    assert budget.chars == 10

@@ -23,8 +23,9 @@ listing cut to `MAX_SCENES`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from memhub.formats.injection import looks_like_prompt_injection
 from memhub.formats.scene_navigation import remove_generated
 from memhub.memory.atomic import AtomicService
 from memhub.memory.conversation import ConversationService
@@ -44,8 +45,11 @@ SCENES_SHARE = 0.10
 MAX_SCENES = 30
 # A long pasted turn is cut, so one document does not take the whole budget.
 L0_MAX_CHARS = 1200
-# Room for the short prefix a prompt writes before each item ("- [episodic] ", "- [2023-05-08] ").
-ITEM_OVERHEAD_TOKENS = 5
+# Room for the prefix a prompt writes before each item ("- [episodic] ", "- [conversation 2023-05-08, user] ").
+ITEM_OVERHEAD_TOKENS = 10
+ITEM_OVERHEAD_CHARS = 36
+# A scene's summary is a hint of what to read in full, not the scene: one line at most.
+SCENE_SUMMARY_CHARS = 100
 ELLIPSIS = "…"
 
 
@@ -122,7 +126,7 @@ class Budget:
 
 
 def _cost(text: str) -> tuple[int, int]:
-    return len(text), estimate_tokens(text) + ITEM_OVERHEAD_TOKENS
+    return len(text) + ITEM_OVERHEAD_CHARS, estimate_tokens(text) + ITEM_OVERHEAD_TOKENS
 
 
 def _normalised(text: str) -> str:
@@ -130,7 +134,10 @@ def _normalised(text: str) -> str:
 
 
 def _is_suspect(record: AtomicRecord) -> bool:
-    return bool(record.metadata and record.metadata.get("injection_suspect") is True)
+    """Flagged by the pipeline, or (a memory written directly, a raw turn) reading like one."""
+    return bool(record.metadata and record.metadata.get("injection_suspect") is True) or (
+        looks_like_prompt_injection(record.content)
+    )
 
 
 def _l1_item(record: AtomicRecord, score: float) -> RecalledItem:
@@ -188,8 +195,12 @@ class RecallService:
 
         l1 = self.atomic.search(iso, request.query, AtomicFilter(), SearchOptions(limit=L1_CANDIDATES))
         l0 = self.conversation.search(iso, request.query, MessageFilter(), SearchOptions(limit=L0_CANDIDATES))
+        # Nothing that reads like an instruction to the agent reaches a prompt, from either layer.
         candidates = [_l1_item(h.record, h.score) for h in l1.hits if not _is_suspect(h.record)]
-        candidates += [_l0_item(h.record, h.score) for h in l0.hits]
+        candidates += [
+            _l0_item(h.record, h.score) for h in l0.hits if not looks_like_prompt_injection(h.record.content)
+        ]
+        withheld = len(l1.hits) + len(l0.hits) - len(candidates)
         candidates.sort(key=lambda item: item.score, reverse=True)
         memories = choose(candidates, budget, [m.content for m in request.messages])
 
@@ -197,7 +208,10 @@ class RecallService:
         used += _cost(persona)[1] if persona is not None else 0
         used += sum(_cost(_scene_line(e))[1] for e in scenes)
         strategy = l1.strategy if l1.strategy == l0.strategy else f"l1:{l1.strategy}+l0:{l0.strategy}"
-        return RecallResult(memories, persona, scenes, used, strategy, sorted({*l1.notes, *l0.notes}))
+        notes = sorted({*l1.notes, *l0.notes})
+        if withheld:
+            notes.append(f"{withheld} withheld: they read like instructions to the agent")
+        return RecallResult(memories, persona, scenes, used, strategy, notes)
 
     def _persona(self, iso: Isolation, budget: Budget) -> str | None:
         content = self.core.read(iso).content
@@ -217,7 +231,7 @@ class RecallService:
         return clipped or None
 
     def _scenes(self, iso: Isolation, budget: Budget) -> list[ScenarioEntry]:
-        files = [e for e in self.scenario.list(iso) if not e.path.endswith("/")]
+        files = [_clipped_summary(e) for e in self.scenario.list(iso) if not e.path.endswith("/")]
         # The most recently touched scenes first when not all fit; returned in path order, so a prompt
         # built from them stays the same until the scenes change.
         files.sort(key=lambda e: e.updated_ms or 0, reverse=True)
@@ -232,6 +246,13 @@ class RecallService:
 
 def _scene_line(entry: ScenarioEntry) -> str:
     return f"{entry.path}: {entry.summary}" if entry.summary else entry.path
+
+
+def _clipped_summary(entry: ScenarioEntry) -> ScenarioEntry:
+    summary = " ".join((entry.summary or "").split())
+    if len(summary) > SCENE_SUMMARY_CHARS:
+        summary = summary[: SCENE_SUMMARY_CHARS - len(ELLIPSIS)].rstrip() + ELLIPSIS
+    return replace(entry, summary=summary or None)
 
 
 def choose(candidates: Sequence[RecalledItem], budget: Budget, in_window: Sequence[str] = ()) -> list[RecalledItem]:

@@ -1,0 +1,40 @@
+"""Heuristics for text that reads like an attempt to re-instruct an agent (English and Chinese).
+
+Conversation text is data. The pipeline flags memories that match (`injection_suspect`) and recall
+never puts a matching memory or turn into a prompt; nothing here ever changes what is stored.
+"""
+
+from __future__ import annotations
+
+import re
+
+_INJECTION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:previous|prior|above|earlier|all|any|your|system)\b"
+        r".{0,20}\b(?:instructions?|prompts?|rules|directions|guidelines|messages)\b",
+        r"\byou are now\b",
+        r"\bsystem\s*prompt\b",
+        r"\bdeveloper\s+mode\b",
+        r"\bjailbreak|\bDAN\s+mode\b|\bdo anything now\b",
+        r"\b(?:reveal|show|print|repeat|output|leak|tell me)\b.{0,20}\b(?:your|the)\s+"
+        r"(?:system\s+|hidden\s+|initial\s+)?(?:prompt|instructions)\b",
+        r"\bpretend\s+(?:to be|you are|that you)\b|\bact as if you\b",
+        r"\bnew instructions\s*:|\bfollow (?:these|my) new instructions\b",
+        r"<\s*/?\s*(?:system|assistant|developer)\s*>",
+        r"\bdo not follow (?:the |your )?(?:system|developer|previous)\b",
+        r"忽略(?:之前|以上|上面|前面|先前|所有|一切)(?:的)?(?:所有)?(?:指令|指示|规则|提示|设定|要求)",
+        r"(?:忘记|忘掉|无视|不要理会|不要遵守)(?:之前|以上|上面|所有|你的)(?:的)?(?:所有)?(?:指令|规则|设定|提示词?|限制)",
+        r"你现在是|从现在起你是|现在你是一个",
+        r"扮演|假装你是|假装自己是",
+        r"(?:输出|显示|告诉我|透露|泄露|打印|重复)(?:一下)?你的(?:系统)?(?:提示词|指令|设定|prompt)",
+        r"系统提示词?",
+        r"开发者模式|越狱|DAN模式",
+    )
+)
+
+
+def looks_like_prompt_injection(text: str) -> bool:
+    """True when text resembles an attempt to re-instruct the assistant (EN/ZH); only ever a flag."""
+    normalized = re.sub(r"\s+", " ", text)
+    return any(p.search(normalized) for p in _INJECTION_PATTERNS)
