@@ -28,11 +28,12 @@ from memhub.sdk.agent.config import (
     SERVER_MAX_BATCH,
     SERVER_MAX_CONTENT_CHARS,
     SERVER_MAX_QUERY_CHARS,
+    SERVER_MAX_RECALL_MESSAGES,
     SERVER_MAX_SEARCH_LIMIT,
     AgentConfig,
 )
 from memhub.sdk.agent.runner import LoopThread
-from memhub.sdk.agent.turns import fit_to_server_limits, select_turn
+from memhub.sdk.agent.turns import fit_to_server_limits, recent_turns, select_turn
 from memhub.sdk.knowledge import AsyncKnowledgeClient
 from memhub.sdk.memory import AsyncMemoryClient
 
@@ -42,6 +43,9 @@ log = logging.getLogger("memhub.sdk.agent")
 MEMORIES, PERSONA, SCENES, CONTEXT = "memories", "persona", "scenes", "context"
 SUSPECT_MARGIN = 5
 UNAVAILABLE = "memory unavailable: "
+# What a gateway without `POST /v3/recall` answers for it: the original and older memhub say 404 for any
+# unknown path (405 or 501 from a proxy or framework in front of one that routes by prefix).
+ROUTE_MISSING = frozenset({404, 405, 501})
 
 
 class GatewayUnavailable(Exception):
@@ -84,6 +88,31 @@ class _Turn:
 
 
 @dataclass(slots=True)
+class _RecallRoute:
+    """Whether recall asks the gateway's one call: yes, until it answers that it has no such route.
+
+    Then the next `reprobe_after` recalls make the three calls without asking, and the one after asks again,
+    so a gateway upgraded while the agent runs is picked up. Counted in recalls, not seconds: the kit has no
+    clock of its own, and an idle agent loses nothing by asking again on its next turn.
+    """
+
+    reprobe_after: int
+    missing: bool = False
+    skipped: int = 0
+
+    def ask(self) -> bool:
+        """Whether this recall should try `/v3/recall`."""
+        if not self.missing or self.skipped >= self.reprobe_after:
+            return True
+        self.skipped += 1
+        return False
+
+    def answered(self, *, present: bool) -> None:
+        """What the gateway's answer said about the route."""
+        self.missing, self.skipped = not present, 0
+
+
+@dataclass(slots=True)
 class _Stable:
     """The last persona and scene list that arrived, reused when a later recall misses them."""
 
@@ -117,6 +146,7 @@ class MemoryAgent:
         self._cursors: dict[str, datetime] = {}
         self._captured: dict[str, int] = {}  # per session: the history length the last capture saw
         self._stable = _Stable()
+        self._route = _RecallRoute(self.config.recall_reprobe_after)
         self._knowledge_tools: list[tools.ToolDefinition] | None = None
         self._closed = False
         # An agent that exits without close() would lose what is still queued: flush it at interpreter exit
@@ -237,46 +267,24 @@ class MemoryAgent:
     async def _recall(self, query: str, messages: Sequence[Any] | None, session_id: str | None) -> Recall:
         loop = asyncio.get_running_loop()
         started = loop.time()
+        deadline = started + self.config.recall_deadline
         cfg = self.config
         session = self._session(session_id)
         self._turns[session or ""] = _Turn(query, len(messages) if messages is not None else None)
         search_query = sanitize_text(query)[:SERVER_MAX_QUERY_CHARS]
 
-        calls: dict[str, Coroutine[Any, Any, Any]] = {}
-        if search_query:
-            # A few more than fit, so memories flagged `injection_suspect` (left out below) do not shorten the list.
-            limit = min(cfg.max_memories + SUSPECT_MARGIN, SERVER_MAX_SEARCH_LIMIT)
-            calls[MEMORIES] = self._client.search_atomic(search_query, limit=limit)
-        if cfg.include_persona:
-            calls[PERSONA] = self._client.read_core()
-        if cfg.include_scene_nav:
-            calls[SCENES] = self._client.list_scenarios()
+        # The runtime-context composer runs beside the memory paths, however those are fetched.
+        context_task = None
         if cfg.compose_context and search_query:
-            calls[CONTEXT] = self._client.compose_context(search_query, session_id=session, language=cfg.language)
-        tasks = {
-            name: loop.create_task(
-                self._guarded(coro, cfg.recall_deadline, timeout_is_outage=False), name=f"recall-{name}"
+            call = self._client.compose_context(search_query, session_id=session, language=cfg.language)
+            context_task = loop.create_task(
+                self._guarded(call, cfg.recall_deadline, timeout_is_outage=False), name="recall-context"
             )
-            for name, coro in calls.items()
-        }
-        if tasks:
-            await asyncio.wait(tasks.values(), timeout=cfg.recall_deadline)
-
-        results: dict[str, Any] = {}
-        degraded: list[str] = []
-        for name, task in tasks.items():
-            if not task.done():
-                task.cancel()
-                degraded.append(name)
-            elif task.cancelled() or task.exception() is not None:
-                degraded.append(name)
-                self._log.info(
-                    "memhub recall: %s unavailable (%s)",
-                    name,
-                    task.exception() if not task.cancelled() else "cancelled",
-                )
-            else:
-                results[name] = task.result()
+        results, degraded = await self._memory_paths(search_query, messages, deadline)
+        if context_task is not None:
+            more, late = await self._gather({CONTEXT: context_task}, deadline)
+            results.update(more)
+            degraded += late
 
         # Memories the gateway's quality check flagged as reading like instructions never reach the prompt.
         memories = prompt.trusted_memories((results.get(MEMORIES) or {}).get("items") or [])
@@ -303,6 +311,93 @@ class MemoryAgent:
             context,
         )
 
+    async def _memory_paths(
+        self, search_query: str, messages: Sequence[Any] | None, deadline: float
+    ) -> tuple[dict[str, Any], list[str]]:
+        """Memories, persona and scenes by `deadline`: one `/v3/recall` where the gateway has it, else three calls.
+
+        The answer comes back in the shapes of the three calls (`items`, `content`, `entries`), so what follows
+        does not care which way it came. A recall that fails or is late degrades every path it carried.
+        """
+        cfg = self.config
+        loop = asyncio.get_running_loop()
+        if search_query and self._route.ask():
+            call = self._client.recall(
+                search_query,
+                messages=recent_turns(messages or (), SERVER_MAX_RECALL_MESSAGES, SERVER_MAX_CONTENT_CHARS),
+                max_tokens=cfg.max_prepend_tokens,
+                max_chars=cfg.max_prepend_chars,
+                include_persona=cfg.include_persona,
+                include_scenes=cfg.include_scene_nav,
+            )
+            try:
+                answer = await self._guarded(call, max(0.0, deadline - loop.time()), timeout_is_outage=False)
+            except TDAMError as exc:
+                if exc.code not in ROUTE_MISSING:
+                    return self._recall_failed(exc)
+                self._route.answered(present=False)
+                self._log.info("memhub recall: the gateway has no /v3/recall (%s); using three calls", exc.code)
+            except Exception as exc:
+                return self._recall_failed(exc)
+            else:
+                self._route.answered(present=True)
+                return self._recall_parts(answer if isinstance(answer, Mapping) else {}), []
+        calls: dict[str, Coroutine[Any, Any, Any]] = {}
+        if search_query:
+            # A few more than fit, so memories flagged `injection_suspect` (left out below) do not shorten the list.
+            limit = min(cfg.max_memories + SUSPECT_MARGIN, SERVER_MAX_SEARCH_LIMIT)
+            calls[MEMORIES] = self._client.search_atomic(search_query, limit=limit)
+        if cfg.include_persona:
+            calls[PERSONA] = self._client.read_core()
+        if cfg.include_scene_nav:
+            calls[SCENES] = self._client.list_scenarios()
+        timeout = max(0.0, deadline - loop.time())
+        tasks = {
+            name: loop.create_task(self._guarded(coro, timeout, timeout_is_outage=False), name=f"recall-{name}")
+            for name, coro in calls.items()
+        }
+        results, degraded = await self._gather(tasks, deadline)
+        if MEMORIES in results:  # the one-call answer names each item's layer; these are all L1
+            items = (results[MEMORIES] or {}).get("items") or []
+            results[MEMORIES] = {"items": [{"layer": "l1", **m} if isinstance(m, Mapping) else m for m in items]}
+        return results, degraded
+
+    def _recall_failed(self, exc: BaseException) -> tuple[dict[str, Any], list[str]]:
+        self._log.info("memhub recall: /v3/recall unavailable (%s)", exc)
+        return {}, [p for p in self._paths() if p != CONTEXT]
+
+    def _recall_parts(self, answer: Mapping[str, Any]) -> dict[str, Any]:
+        """A `/v3/recall` answer as the three calls' answers would have been."""
+        parts: dict[str, Any] = {MEMORIES: {"items": answer.get("memories") or []}}
+        if self.config.include_persona:
+            parts[PERSONA] = {"content": answer.get("persona")}
+        if self.config.include_scene_nav:
+            parts[SCENES] = {"entries": answer.get("scenes") or []}
+        return parts
+
+    async def _gather(
+        self, tasks: Mapping[str, asyncio.Task[Any]], deadline: float
+    ) -> tuple[dict[str, Any], list[str]]:
+        """The answers of the tasks done by `deadline`; the names of those that failed or were late (cancelled)."""
+        if tasks:
+            await asyncio.wait(tasks.values(), timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
+        results: dict[str, Any] = {}
+        degraded: list[str] = []
+        for name, task in tasks.items():
+            if not task.done():
+                task.cancel()
+                degraded.append(name)
+            elif task.cancelled() or task.exception() is not None:
+                degraded.append(name)
+                self._log.info(
+                    "memhub recall: %s unavailable (%s)",
+                    name,
+                    task.exception() if not task.cancelled() else "cancelled",
+                )
+            else:
+                results[name] = task.result()
+        return results, degraded
+
     def _compose(
         self,
         memories: list[Mapping[str, Any]],
@@ -313,9 +408,10 @@ class MemoryAgent:
         context: Mapping[str, Any] | None = None,
     ) -> Recall:
         cfg = self.config
+        memories = _pick(memories, cfg.max_memories)
         prepend = prompt.format_memories(
             memories,
-            max_items=cfg.max_memories,
+            max_items=len(memories),
             max_item_chars=cfg.max_memory_chars,
             max_chars=cfg.max_prepend_chars,
             max_tokens=cfg.max_prepend_tokens,
@@ -327,7 +423,7 @@ class MemoryAgent:
         return Recall(
             prepend=prepend,
             append_system=append_system,
-            memories=tuple(dict(m) for m in memories[: cfg.max_memories]),
+            memories=tuple(dict(m) for m in memories),
             persona=persona,
             scenes=scenes,
             degraded=degraded,
@@ -575,6 +671,22 @@ def _close_at_exit(ref: weakref.ref[MemoryAgent]) -> None:
     agent = ref()
     if agent is not None:
         agent.close(flush_timeout=EXIT_FLUSH_TIMEOUT)
+
+
+def _pick(memories: Sequence[Mapping[str, Any]], max_memories: int) -> list[Mapping[str, Any]]:
+    """The items for the prompt, in order: at most `max_memories` L1 memories; L0 turns bounded by the budget alone.
+
+    The gateway's recall packs both layers within the prompt budget, so only the L1 count keeps its old cap.
+    """
+    picked: list[Mapping[str, Any]] = []
+    l1 = 0
+    for memory in memories:
+        if memory.get("layer") != "l0":
+            if l1 >= max_memories:
+                continue
+            l1 += 1
+        picked.append(memory)
+    return picked
 
 
 def _reason(exc: BaseException) -> str:
