@@ -32,6 +32,20 @@ from memhub.sdk.agent.config import (
     SERVER_MAX_SEARCH_LIMIT,
     AgentConfig,
 )
+from memhub.sdk.agent.recall import (
+    CONTEXT,
+    MEMORIES,
+    PERSONA,
+    ROUTE_MISSING,
+    SCENES,
+    Recall,
+    RecallRoute,
+    StableParts,
+    as_three_calls,
+    gather,
+    pick,
+    tag_l1,
+)
 from memhub.sdk.agent.runner import LoopThread
 from memhub.sdk.agent.turns import fit_to_server_limits, recent_turns, select_turn
 from memhub.sdk.knowledge import AsyncKnowledgeClient
@@ -40,42 +54,12 @@ from memhub.sdk.memory import AsyncMemoryClient
 T = TypeVar("T")
 log = logging.getLogger("memhub.sdk.agent")
 
-MEMORIES, PERSONA, SCENES, CONTEXT = "memories", "persona", "scenes", "context"
 SUSPECT_MARGIN = 5
 UNAVAILABLE = "memory unavailable: "
-# What a gateway without `POST /v3/recall` answers for it: the original and older memhub say 404 for any
-# unknown path (405 or 501 from a proxy or framework in front of one that routes by prefix).
-ROUTE_MISSING = frozenset({404, 405, 501})
 
 
 class GatewayUnavailable(Exception):
     """Raised inside the kit when the circuit breaker is open; never reaches the agent."""
-
-
-@dataclass(frozen=True, slots=True)
-class Recall:
-    """What recall found: the two prompt blocks, the parts they came from, and what was missing."""
-
-    prepend: str = ""
-    append_system: str = ""
-    memories: tuple[dict[str, Any], ...] = ()
-    persona: str | None = None
-    scenes: tuple[str, ...] = ()
-    degraded: tuple[str, ...] = ()  # recall paths that failed or missed the deadline
-    elapsed_ms: float = 0.0
-    tokens: int = 0  # estimated tokens of prepend + append_system + knowledge
-    # With AgentConfig.compose_context: the composer's system part (knowledge, skills, conversation excerpt,
-    # the priority sentence) and its whole answer (sources with ids, caps).
-    knowledge: str = ""
-    context: dict[str, Any] | None = None
-
-    def system_prompt(self, base: str) -> str:
-        """`base`, then this turn's runtime knowledge, then the stable memory block (the system prompt's tail)."""
-        return "\n\n".join(part for part in (base, self.knowledge, self.append_system) if part)
-
-    def user_message(self, text: str) -> str:
-        """The user's text with this turn's memories in front of it."""
-        return f"{self.prepend}\n\n{text}" if self.prepend else text
 
 
 @dataclass(slots=True)
@@ -85,39 +69,6 @@ class _Turn:
     user_text: str
     message_count: int | None
     searches: int = 0
-
-
-@dataclass(slots=True)
-class _RecallRoute:
-    """Whether recall asks the gateway's one call: yes, until it answers that it has no such route.
-
-    Then the next `reprobe_after` recalls make the three calls without asking, and the one after asks again,
-    so a gateway upgraded while the agent runs is picked up. Counted in recalls, not seconds: the kit has no
-    clock of its own, and an idle agent loses nothing by asking again on its next turn.
-    """
-
-    reprobe_after: int
-    missing: bool = False
-    skipped: int = 0
-
-    def ask(self) -> bool:
-        """Whether this recall should try `/v3/recall`."""
-        if not self.missing or self.skipped >= self.reprobe_after:
-            return True
-        self.skipped += 1
-        return False
-
-    def answered(self, *, present: bool) -> None:
-        """What the gateway's answer said about the route."""
-        self.missing, self.skipped = not present, 0
-
-
-@dataclass(slots=True)
-class _Stable:
-    """The last persona and scene list that arrived, reused when a later recall misses them."""
-
-    persona: str | None = None
-    scenes: tuple[str, ...] = ()
 
 
 class MemoryAgent:
@@ -145,8 +96,8 @@ class MemoryAgent:
         self._turns: dict[str, _Turn] = {}
         self._cursors: dict[str, datetime] = {}
         self._captured: dict[str, int] = {}  # per session: the history length the last capture saw
-        self._stable = _Stable()
-        self._route = _RecallRoute(self.config.recall_reprobe_after)
+        self._stable = StableParts()
+        self._route = RecallRoute(self.config.recall_reprobe_after)
         self._knowledge_tools: list[tools.ToolDefinition] | None = None
         self._closed = False
         # An agent that exits without close() would lose what is still queued: flush it at interpreter exit
@@ -282,7 +233,7 @@ class MemoryAgent:
             )
         results, degraded = await self._memory_paths(search_query, messages, deadline)
         if context_task is not None:
-            more, late = await self._gather({CONTEXT: context_task}, deadline)
+            more, late = await gather({CONTEXT: context_task}, deadline, self._log)
             results.update(more)
             degraded += late
 
@@ -341,7 +292,8 @@ class MemoryAgent:
                 return self._recall_failed(exc)
             else:
                 self._route.answered(present=True)
-                return self._recall_parts(answer if isinstance(answer, Mapping) else {}), []
+                answer = answer if isinstance(answer, Mapping) else {}
+                return as_three_calls(answer, persona=cfg.include_persona, scenes=cfg.include_scene_nav), []
         calls: dict[str, Coroutine[Any, Any, Any]] = {}
         if search_query:
             # A few more than fit, so memories flagged `injection_suspect` (left out below) do not shorten the list.
@@ -356,47 +308,14 @@ class MemoryAgent:
             name: loop.create_task(self._guarded(coro, timeout, timeout_is_outage=False), name=f"recall-{name}")
             for name, coro in calls.items()
         }
-        results, degraded = await self._gather(tasks, deadline)
-        if MEMORIES in results:  # the one-call answer names each item's layer; these are all L1
-            items = (results[MEMORIES] or {}).get("items") or []
-            results[MEMORIES] = {"items": [{"layer": "l1", **m} if isinstance(m, Mapping) else m for m in items]}
+        results, degraded = await gather(tasks, deadline, self._log)
+        if MEMORIES in results:
+            results[MEMORIES] = tag_l1(results[MEMORIES])
         return results, degraded
 
     def _recall_failed(self, exc: BaseException) -> tuple[dict[str, Any], list[str]]:
         self._log.info("memhub recall: /v3/recall unavailable (%s)", exc)
         return {}, [p for p in self._paths() if p != CONTEXT]
-
-    def _recall_parts(self, answer: Mapping[str, Any]) -> dict[str, Any]:
-        """A `/v3/recall` answer as the three calls' answers would have been."""
-        parts: dict[str, Any] = {MEMORIES: {"items": answer.get("memories") or []}}
-        if self.config.include_persona:
-            parts[PERSONA] = {"content": answer.get("persona")}
-        if self.config.include_scene_nav:
-            parts[SCENES] = {"entries": answer.get("scenes") or []}
-        return parts
-
-    async def _gather(
-        self, tasks: Mapping[str, asyncio.Task[Any]], deadline: float
-    ) -> tuple[dict[str, Any], list[str]]:
-        """The answers of the tasks done by `deadline`; the names of those that failed or were late (cancelled)."""
-        if tasks:
-            await asyncio.wait(tasks.values(), timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
-        results: dict[str, Any] = {}
-        degraded: list[str] = []
-        for name, task in tasks.items():
-            if not task.done():
-                task.cancel()
-                degraded.append(name)
-            elif task.cancelled() or task.exception() is not None:
-                degraded.append(name)
-                self._log.info(
-                    "memhub recall: %s unavailable (%s)",
-                    name,
-                    task.exception() if not task.cancelled() else "cancelled",
-                )
-            else:
-                results[name] = task.result()
-        return results, degraded
 
     def _compose(
         self,
@@ -408,7 +327,7 @@ class MemoryAgent:
         context: Mapping[str, Any] | None = None,
     ) -> Recall:
         cfg = self.config
-        memories = _pick(memories, cfg.max_memories)
+        memories = pick(memories, cfg.max_memories)
         prepend = prompt.format_memories(
             memories,
             max_items=len(memories),
@@ -671,22 +590,6 @@ def _close_at_exit(ref: weakref.ref[MemoryAgent]) -> None:
     agent = ref()
     if agent is not None:
         agent.close(flush_timeout=EXIT_FLUSH_TIMEOUT)
-
-
-def _pick(memories: Sequence[Mapping[str, Any]], max_memories: int) -> list[Mapping[str, Any]]:
-    """The items for the prompt, in order: at most `max_memories` L1 memories; L0 turns bounded by the budget alone.
-
-    The gateway's recall packs both layers within the prompt budget, so only the L1 count keeps its old cap.
-    """
-    picked: list[Mapping[str, Any]] = []
-    l1 = 0
-    for memory in memories:
-        if memory.get("layer") != "l0":
-            if l1 >= max_memories:
-                continue
-            l1 += 1
-        picked.append(memory)
-    return picked
 
 
 def _reason(exc: BaseException) -> str:
