@@ -11,6 +11,7 @@ import asyncio
 import inspect
 import json
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -234,6 +235,36 @@ SHAPES: list[tuple[str, tuple[Any, ...], dict[str, Any], str, dict[str, Any]]] =
         "/v3/atomic/query",
         {**BOUND, "session_id": "s-bound", "type": "persona", "limit": 3, "offset": 6},
     ),
+    (
+        "recall",
+        ("tea?",),
+        {},
+        "/v3/recall",
+        {**BOUND, "session_id": "s-bound", "query": "tea?", "include_persona": True, "include_scenes": True},
+    ),
+    (
+        "recall",
+        ("tea?",),
+        {
+            "messages": [{"role": "user", "content": "hi", "timestamp": "2026-01-31T09:30:00Z", "id": "m-1"}],
+            "max_tokens": 800,
+            "max_chars": 3000,
+            "include_persona": False,
+            "include_scenes": False,
+            "session_id": "s-2",
+        },
+        "/v3/recall",
+        {
+            **BOUND,
+            "session_id": "s-2",
+            "query": "tea?",
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 800,
+            "max_chars": 3000,
+            "include_persona": False,
+            "include_scenes": False,
+        },
+    ),
     ("compose_context", ("tea?",), {}, "/v3/context/compose", {**BOUND, "session_id": "s-bound", "query": "tea?"}),
     (
         "compose_context",
@@ -321,6 +352,32 @@ def test_none_values_are_dropped_but_falsy_values_kept(make: Callable[..., Clien
     assert wire.last[1] == {**BASE, "path": "a.md", "content": ""}
     invoke(client.add_conversation(MESSAGES, session_id="s", idempotency_key=None))
     assert "idempotency_key" not in wire.last[1]
+
+
+def test_recall_sends_role_and_text_of_any_message_shape(make: Callable[..., Client], wire: Wire) -> None:
+    """The shapes capture reads (dicts, objects, content parts) go out as `{role, content}` text, nothing else."""
+    history = [
+        {"role": "user", "content": "plain", "name": "ada", "timestamp": 1_700_000_000},
+        SimpleNamespace(role="assistant", content="from an object", tool_calls=[]),
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "see"},
+                {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
+                {"type": "tool_result", "content": "hidden"},
+            ],
+        },
+        {"role": "assistant", "content": [{"type": "output_text", "text": "done"}]},
+    ]
+    invoke(make().recall("q", messages=history))
+    assert wire.last[1]["messages"] == [
+        {"role": "user", "content": "plain"},
+        {"role": "assistant", "content": "from an object"},
+        {"role": "user", "content": "see\n[image]"},
+        {"role": "assistant", "content": "done"},
+    ]
+    invoke(make().recall("q", messages=[]))
+    assert wire.last[1]["messages"] == []  # an empty history is sent as such, not dropped
 
 
 def test_create_memories_sends_an_unbound_session_as_null(make: Callable[..., Client], wire: Wire) -> None:

@@ -18,6 +18,7 @@ from memhub.sdk.agent.turns import (
     fit_to_server_limits,
     iso_utc,
     parse_timestamp,
+    recent_turns,
     select_turn,
     truncate_content,
 )
@@ -437,3 +438,22 @@ def test_fit_never_exceeds_a_limit_and_never_loses_a_message(
             assert len(wire["content"]) == max_content_chars
         else:
             assert wire["content"] == original.content[:max_content_chars]
+
+
+def test_recent_turns_are_the_last_user_and_assistant_texts_cleaned_for_recall() -> None:
+    history = [
+        {"role": "user", "content": "too old"},
+        {"role": "system", "content": "be nice"},
+        {"role": "user", "content": RECALL + "what tea do I like?"},
+        SimpleNamespace(role="assistant", content=[{"type": "text", "text": "Green tea."}, {"type": "tool_use"}]),
+        {"role": "tool", "content": "tool output"},
+        {"role": "assistant", "content": [{"type": "tool_use", "name": "search"}]},  # no text: skipped
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": PNG}}, "x" * 50]},
+    ]
+    assert recent_turns(history, 3, 20) == [
+        {"role": "user", "content": "what tea do I like?"},  # last turn's recall block is not fed back
+        {"role": "assistant", "content": "Green tea."},
+        {"role": "user", "content": truncate_content("[image]\n" + "x" * 50, 20)},
+    ]
+    assert recent_turns(history, 100, 8192)[0] == {"role": "user", "content": "too old"}
+    assert recent_turns([], 20, 8192) == []

@@ -9,7 +9,7 @@ it (a delete of a few messages must not widen into a delete of their whole sessi
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any, Generic, Literal, Self
 
 import httpx
@@ -28,6 +28,7 @@ from memhub.sdk._http import (
     options,
 )
 from memhub.sdk._isolation import UNSET, Isolation, Unset, delete_ids, strip_none
+from memhub.sdk._messages import role_and_text
 
 AtomicMemoryType = Literal[
     "persona", "episodic", "instruction", "work_fact", "work_task", "work_method", "work_artifact"
@@ -320,6 +321,38 @@ class _MemoryCalls(Generic[ResultT]):
     def count_core(self) -> ResultT:
         """`POST /v3/core/count`: `{total}` persona documents (0 or 1)."""
         return self._profile_call("/v3/core/count")
+
+    # -- recall (memhub extension) -------------------------------------------------------------------
+    def recall(
+        self,
+        query: str,
+        *,
+        messages: Sequence[Any] | None = None,
+        max_tokens: int | None = None,
+        max_chars: int | None = None,
+        include_persona: bool = True,
+        include_scenes: bool = True,
+        session_id: str | None = None,
+    ) -> ResultT:
+        """`POST /v3/recall`: what to put in front of this turn, in one call (docs/sdk.md "recall").
+
+        `{memories, persona, scenes, tokens, strategy}`: L1 memories and L0 conversation turns (each with its
+        `layer`), best first and packed within the budget (`max_tokens`, `max_chars`; the gateway's default when
+        neither is given), plus the persona and the scene index unless switched off. `messages` are the recent
+        turns, in any shape capture accepts (dicts or objects with `role` and `content`, content as text or
+        parts); only their role and text are sent. Gateways without the route (the original, older memhub)
+        answer 404.
+        """
+        return self._session_call(
+            "/v3/recall",
+            session_id,
+            query=query,
+            messages=role_and_text(messages) if messages is not None else None,
+            max_tokens=max_tokens,
+            max_chars=max_chars,
+            include_persona=include_persona,
+            include_scenes=include_scenes,
+        )
 
     # -- runtime context (memhub extension) ---------------------------------------------------------
     def compose_context(

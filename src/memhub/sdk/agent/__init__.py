@@ -16,8 +16,9 @@ agent.capture(history_after_turn)   # fire-and-forget
 from memhub.formats.sanitize import sanitize_text, should_capture_l0, strip_code_blocks
 from memhub.sdk.agent.breaker import CircuitBreaker
 from memhub.sdk.agent.config import AgentConfig
-from memhub.sdk.agent.kit import MemoryAgent, Recall
+from memhub.sdk.agent.kit import MemoryAgent
 from memhub.sdk.agent.prompt import tools_guide
+from memhub.sdk.agent.recall import Recall
 from memhub.sdk.agent.tools import MEMORY_TOOLS, ToolDefinition
 
 __all__ = [

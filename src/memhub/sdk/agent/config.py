@@ -13,6 +13,8 @@ SERVER_MAX_QUERY_CHARS = 2048
 SERVER_MAX_CONTENT_CHARS = 8192
 SERVER_MAX_BATCH = 100
 SERVER_MAX_SEARCH_LIMIT = 100
+# `POST /v3/recall` takes at most this many recent turns as context.
+SERVER_MAX_RECALL_MESSAGES = 20
 # The gateway refuses bodies over 1 MiB; batches stay under this many bytes of messages, leaving room
 # for the isolation fields and the JSON around them.
 SERVER_MAX_BATCH_BYTES = 960 * 1024
@@ -34,6 +36,10 @@ class AgentConfig:
     max_scenes: int = 40
     include_persona: bool = True
     include_scene_nav: bool = True
+    # Recall is one call (POST /v3/recall) where the gateway has it. A gateway that answers 404 for it (the
+    # original, an older memhub) gets the three separate calls instead, and is asked again after this many
+    # recalls, so an upgraded gateway is picked up without costing a failed call every turn.
+    recall_reprobe_after: int = 50
     language: Literal["en", "zh"] = "en"
     # A fourth recall path: the gateway's runtime-context composer (POST /v3/context/compose: team and
     # agent knowledge, skills, the conversation excerpt). Off by default: it needs wikis to say anything.

@@ -28,50 +28,38 @@ from memhub.sdk.agent.config import (
     SERVER_MAX_BATCH,
     SERVER_MAX_CONTENT_CHARS,
     SERVER_MAX_QUERY_CHARS,
+    SERVER_MAX_RECALL_MESSAGES,
     SERVER_MAX_SEARCH_LIMIT,
     AgentConfig,
 )
+from memhub.sdk.agent.recall import (
+    CONTEXT,
+    MEMORIES,
+    PERSONA,
+    ROUTE_MISSING,
+    SCENES,
+    Recall,
+    RecallRoute,
+    StableParts,
+    as_three_calls,
+    gather,
+    pick,
+    tag_l1,
+)
 from memhub.sdk.agent.runner import LoopThread
-from memhub.sdk.agent.turns import fit_to_server_limits, select_turn
+from memhub.sdk.agent.turns import fit_to_server_limits, recent_turns, select_turn
 from memhub.sdk.knowledge import AsyncKnowledgeClient
 from memhub.sdk.memory import AsyncMemoryClient
 
 T = TypeVar("T")
 log = logging.getLogger("memhub.sdk.agent")
 
-MEMORIES, PERSONA, SCENES, CONTEXT = "memories", "persona", "scenes", "context"
 SUSPECT_MARGIN = 5
 UNAVAILABLE = "memory unavailable: "
 
 
 class GatewayUnavailable(Exception):
     """Raised inside the kit when the circuit breaker is open; never reaches the agent."""
-
-
-@dataclass(frozen=True, slots=True)
-class Recall:
-    """What recall found: the two prompt blocks, the parts they came from, and what was missing."""
-
-    prepend: str = ""
-    append_system: str = ""
-    memories: tuple[dict[str, Any], ...] = ()
-    persona: str | None = None
-    scenes: tuple[str, ...] = ()
-    degraded: tuple[str, ...] = ()  # recall paths that failed or missed the deadline
-    elapsed_ms: float = 0.0
-    tokens: int = 0  # estimated tokens of prepend + append_system + knowledge
-    # With AgentConfig.compose_context: the composer's system part (knowledge, skills, conversation excerpt,
-    # the priority sentence) and its whole answer (sources with ids, caps).
-    knowledge: str = ""
-    context: dict[str, Any] | None = None
-
-    def system_prompt(self, base: str) -> str:
-        """`base`, then this turn's runtime knowledge, then the stable memory block (the system prompt's tail)."""
-        return "\n\n".join(part for part in (base, self.knowledge, self.append_system) if part)
-
-    def user_message(self, text: str) -> str:
-        """The user's text with this turn's memories in front of it."""
-        return f"{self.prepend}\n\n{text}" if self.prepend else text
 
 
 @dataclass(slots=True)
@@ -81,14 +69,6 @@ class _Turn:
     user_text: str
     message_count: int | None
     searches: int = 0
-
-
-@dataclass(slots=True)
-class _Stable:
-    """The last persona and scene list that arrived, reused when a later recall misses them."""
-
-    persona: str | None = None
-    scenes: tuple[str, ...] = ()
 
 
 class MemoryAgent:
@@ -116,7 +96,8 @@ class MemoryAgent:
         self._turns: dict[str, _Turn] = {}
         self._cursors: dict[str, datetime] = {}
         self._captured: dict[str, int] = {}  # per session: the history length the last capture saw
-        self._stable = _Stable()
+        self._stable = StableParts()
+        self._route = RecallRoute(self.config.recall_reprobe_after)
         self._knowledge_tools: list[tools.ToolDefinition] | None = None
         self._closed = False
         # An agent that exits without close() would lose what is still queued: flush it at interpreter exit
@@ -237,46 +218,24 @@ class MemoryAgent:
     async def _recall(self, query: str, messages: Sequence[Any] | None, session_id: str | None) -> Recall:
         loop = asyncio.get_running_loop()
         started = loop.time()
+        deadline = started + self.config.recall_deadline
         cfg = self.config
         session = self._session(session_id)
         self._turns[session or ""] = _Turn(query, len(messages) if messages is not None else None)
         search_query = sanitize_text(query)[:SERVER_MAX_QUERY_CHARS]
 
-        calls: dict[str, Coroutine[Any, Any, Any]] = {}
-        if search_query:
-            # A few more than fit, so memories flagged `injection_suspect` (left out below) do not shorten the list.
-            limit = min(cfg.max_memories + SUSPECT_MARGIN, SERVER_MAX_SEARCH_LIMIT)
-            calls[MEMORIES] = self._client.search_atomic(search_query, limit=limit)
-        if cfg.include_persona:
-            calls[PERSONA] = self._client.read_core()
-        if cfg.include_scene_nav:
-            calls[SCENES] = self._client.list_scenarios()
+        # The runtime-context composer runs beside the memory paths, however those are fetched.
+        context_task = None
         if cfg.compose_context and search_query:
-            calls[CONTEXT] = self._client.compose_context(search_query, session_id=session, language=cfg.language)
-        tasks = {
-            name: loop.create_task(
-                self._guarded(coro, cfg.recall_deadline, timeout_is_outage=False), name=f"recall-{name}"
+            call = self._client.compose_context(search_query, session_id=session, language=cfg.language)
+            context_task = loop.create_task(
+                self._guarded(call, cfg.recall_deadline, timeout_is_outage=False), name="recall-context"
             )
-            for name, coro in calls.items()
-        }
-        if tasks:
-            await asyncio.wait(tasks.values(), timeout=cfg.recall_deadline)
-
-        results: dict[str, Any] = {}
-        degraded: list[str] = []
-        for name, task in tasks.items():
-            if not task.done():
-                task.cancel()
-                degraded.append(name)
-            elif task.cancelled() or task.exception() is not None:
-                degraded.append(name)
-                self._log.info(
-                    "memhub recall: %s unavailable (%s)",
-                    name,
-                    task.exception() if not task.cancelled() else "cancelled",
-                )
-            else:
-                results[name] = task.result()
+        results, degraded = await self._memory_paths(search_query, messages, deadline)
+        if context_task is not None:
+            more, late = await gather({CONTEXT: context_task}, deadline, self._log)
+            results.update(more)
+            degraded += late
 
         # Memories the gateway's quality check flagged as reading like instructions never reach the prompt.
         memories = prompt.trusted_memories((results.get(MEMORIES) or {}).get("items") or [])
@@ -303,6 +262,61 @@ class MemoryAgent:
             context,
         )
 
+    async def _memory_paths(
+        self, search_query: str, messages: Sequence[Any] | None, deadline: float
+    ) -> tuple[dict[str, Any], list[str]]:
+        """Memories, persona and scenes by `deadline`: one `/v3/recall` where the gateway has it, else three calls.
+
+        The answer comes back in the shapes of the three calls (`items`, `content`, `entries`), so what follows
+        does not care which way it came. A recall that fails or is late degrades every path it carried.
+        """
+        cfg = self.config
+        loop = asyncio.get_running_loop()
+        if search_query and self._route.ask():
+            call = self._client.recall(
+                search_query,
+                messages=recent_turns(messages or (), SERVER_MAX_RECALL_MESSAGES, SERVER_MAX_CONTENT_CHARS),
+                max_tokens=cfg.max_prepend_tokens,
+                max_chars=cfg.max_prepend_chars,
+                include_persona=cfg.include_persona,
+                include_scenes=cfg.include_scene_nav,
+            )
+            try:
+                answer = await self._guarded(call, max(0.0, deadline - loop.time()), timeout_is_outage=False)
+            except TDAMError as exc:
+                if exc.code not in ROUTE_MISSING:
+                    return self._recall_failed(exc)
+                self._route.answered(present=False)
+                self._log.info("memhub recall: the gateway has no /v3/recall (%s); using three calls", exc.code)
+            except Exception as exc:
+                return self._recall_failed(exc)
+            else:
+                self._route.answered(present=True)
+                answer = answer if isinstance(answer, Mapping) else {}
+                return as_three_calls(answer, persona=cfg.include_persona, scenes=cfg.include_scene_nav), []
+        calls: dict[str, Coroutine[Any, Any, Any]] = {}
+        if search_query:
+            # A few more than fit, so memories flagged `injection_suspect` (left out below) do not shorten the list.
+            limit = min(cfg.max_memories + SUSPECT_MARGIN, SERVER_MAX_SEARCH_LIMIT)
+            calls[MEMORIES] = self._client.search_atomic(search_query, limit=limit)
+        if cfg.include_persona:
+            calls[PERSONA] = self._client.read_core()
+        if cfg.include_scene_nav:
+            calls[SCENES] = self._client.list_scenarios()
+        timeout = max(0.0, deadline - loop.time())
+        tasks = {
+            name: loop.create_task(self._guarded(coro, timeout, timeout_is_outage=False), name=f"recall-{name}")
+            for name, coro in calls.items()
+        }
+        results, degraded = await gather(tasks, deadline, self._log)
+        if MEMORIES in results:
+            results[MEMORIES] = tag_l1(results[MEMORIES])
+        return results, degraded
+
+    def _recall_failed(self, exc: BaseException) -> tuple[dict[str, Any], list[str]]:
+        self._log.info("memhub recall: /v3/recall unavailable (%s)", exc)
+        return {}, [p for p in self._paths() if p != CONTEXT]
+
     def _compose(
         self,
         memories: list[Mapping[str, Any]],
@@ -313,9 +327,10 @@ class MemoryAgent:
         context: Mapping[str, Any] | None = None,
     ) -> Recall:
         cfg = self.config
+        memories = pick(memories, cfg.max_memories)
         prepend = prompt.format_memories(
             memories,
-            max_items=cfg.max_memories,
+            max_items=len(memories),
             max_item_chars=cfg.max_memory_chars,
             max_chars=cfg.max_prepend_chars,
             max_tokens=cfg.max_prepend_tokens,
@@ -327,7 +342,7 @@ class MemoryAgent:
         return Recall(
             prepend=prepend,
             append_system=append_system,
-            memories=tuple(dict(m) for m in memories[: cfg.max_memories]),
+            memories=tuple(dict(m) for m in memories),
             persona=persona,
             scenes=scenes,
             degraded=degraded,

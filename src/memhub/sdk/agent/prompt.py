@@ -7,6 +7,7 @@ provider's prompt cache can keep it. Scene paths are sorted for the same reason.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -17,6 +18,7 @@ Language = Literal["en", "zh"]
 
 READ_TOOL = "tdai_read_file"
 TRUNCATED = "…"
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?:T|$)")
 
 _GUIDE = {
     "en": (
@@ -95,9 +97,12 @@ def format_memories(
 ) -> str:
     """The `<relevant-memories>` block with `[type]` tags, within the item, character and token budgets; "" if empty.
 
-    Whole memories only: one that would break a budget ends the list (never half a memory in the prompt). Each
-    memory is one line with our prompt tags escaped (memhub.formats.fence), so it cannot close the block; memories
-    flagged `injection_suspect` are left out.
+    Both layers of a recall answer go in, in the order given: an L1 memory as `- [type] content`, an L0 turn
+    (`layer` "l0") as `- [conversation 2023-05-08, user] content`, marked as something said, when and by whom,
+    so the model does not read a remark for an established fact. Whole memories only: one that would break a
+    budget ends the list (never half a memory in the prompt). Each memory is one line with our prompt tags
+    escaped (memhub.formats.fence), so it cannot close the block; memories flagged `injection_suspect` are left
+    out.
     """
     head, tail = "<relevant-memories>\n", "\n</relevant-memories>"
     lines: list[str] = []
@@ -107,8 +112,8 @@ def format_memories(
         content = _one_line(str(item.get("content") or ""))
         if not content:
             continue
-        kind = str(item.get("type") or "").strip()
-        line = f"- [{kind}] " if kind else "- "
+        tag = _conversation_tag(item) if item.get("layer") == "l0" else _one_line(str(item.get("type") or ""))
+        line = f"- [{escape_tags(tag)}] " if tag else "- "
         line += escape_tags(clip(content, max_item_chars))
         line_tokens = estimate_tokens(line) + 1
         if used + len(line) + 1 > max_chars or (max_tokens is not None and tokens + line_tokens > max_tokens):
@@ -119,6 +124,15 @@ def format_memories(
     if not lines:
         return ""
     return head + "\n" + "\n".join(lines) + "\n" + tail
+
+
+def _conversation_tag(item: Mapping[str, Any]) -> str:
+    """`conversation`, the turn's date (UTC, as the gateway answers) and its role, as far as they are known."""
+    stamp = item.get("timestamp")
+    date = stamp[:10] if isinstance(stamp, str) and _ISO_DATE.match(stamp) else ""
+    role = _one_line(str(item.get("role") or ""))
+    tag = f"conversation {date}" if date else "conversation"
+    return f"{tag}, {role}" if role else tag
 
 
 def scene_paths(entries: Iterable[Mapping[str, Any]], max_scenes: int) -> list[str]:

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
 
-from memhub.formats.sanitize import DATA_IMAGE_URI, sanitize_text, should_capture_l0, strip_code_blocks
+from memhub.formats.sanitize import sanitize_text, should_capture_l0, strip_code_blocks
+from memhub.sdk._messages import IMAGE_PLACEHOLDER, extract_text, message_field
 
 Role = Literal["user", "assistant"]
 
-IMAGE_PLACEHOLDER = "[image]"
 # Rule 12 takes any bracketed word at a line start for a timestamp, so the original loses "[image]" whenever an
 # image comes first. It is shielded behind private-use characters while the rules run.
 _IMAGE_SHIELD = "\ue000image\ue000"
@@ -28,8 +28,6 @@ SERVER_MAX_BATCH = 100
 # The gateway refuses bodies over 1 MiB; the rest of the body (ids, idempotency key) fits in what is left.
 DEFAULT_MAX_BATCH_BYTES = 960 * 1024
 
-_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
-_IMAGE_PARTS = frozenset({"image", "image_url", "input_image"})
 # Tags our own recall injects into the user message (the original plugin's); their presence marks the polluted prompt.
 _INJECTION_MARKERS = (
     "<relevant-memories>",
@@ -60,35 +58,6 @@ class CapturedTurn:
     messages: list[TurnMessage]
     max_timestamp: datetime | None
     skipped: int
-
-
-def extract_text(content: object) -> str:
-    """A message's text: string or OpenAI/Anthropic parts, text joined by newlines, every image as `[image]`."""
-    if isinstance(content, str):
-        text = content
-    elif isinstance(content, Mapping):
-        text = _part_text(content) or ""
-    elif isinstance(content, Sequence) and not isinstance(content, (bytes, bytearray)):
-        pieces = (_part_text(part) for part in content)
-        text = "\n".join(piece for piece in pieces if piece is not None)
-    else:
-        return ""
-    return DATA_IMAGE_URI.sub(IMAGE_PLACEHOLDER, text)
-
-
-def _part_text(part: object) -> str | None:
-    if isinstance(part, str):
-        return part
-    if not isinstance(part, Mapping):
-        return None
-    kind = part.get("type")
-    if kind in _TEXT_PARTS:
-        text = part.get("text")
-        return text if isinstance(text, str) else None
-    if kind in _IMAGE_PARTS:
-        # Inline or linked, an image is never memory text; the placeholder keeps "user sent a picture".
-        return IMAGE_PLACEHOLDER
-    return None  # tool_use, tool_result, thinking and anything unknown carry no conversation text
 
 
 def parse_timestamp(value: object) -> datetime | None:
@@ -133,12 +102,6 @@ def _from_epoch(number: float) -> datetime | None:
         return None
 
 
-def _field(message: object, name: str) -> Any:
-    if isinstance(message, Mapping):
-        return message.get(name)
-    return getattr(message, name, None)
-
-
 @dataclass(slots=True)
 class _Candidate:
     role: Role
@@ -169,16 +132,16 @@ def select_turn(
     candidates: list[_Candidate] = []
     considered = 0
     for message in window:
-        stamp = parse_timestamp(_field(message, "timestamp"))
+        stamp = parse_timestamp(message_field(message, "timestamp"))
         if cursor is not None and stamp is not None and stamp <= cursor:
             continue  # captured by an earlier turn: neither part of this turn nor skipped
         considered += 1
-        role = _field(message, "role")
+        role = message_field(message, "role")
         if role not in ("user", "assistant") or (cursor is not None and stamp is None):
             continue
         # Surrounding whitespace is dropped here, as the original does, so an assistant message holding only
         # tool calls ends up empty and is left out.
-        text = extract_text(_field(message, "content")).strip()
+        text = extract_text(message_field(message, "content")).strip()
         if text:
             candidates.append(_Candidate(role, text, stamp or now))
 
@@ -281,3 +244,25 @@ def fit_to_server_limits(
     if batch:
         batches.append(batch)
     return batches
+
+
+def recent_turns(messages: Sequence[object], limit: int, max_content_chars: int) -> list[dict[str, str]]:
+    """The last `limit` user/assistant messages with text, oldest first, as recall's context: `{role, content}`.
+
+    The same reading as capture's (text parts joined, images as `[image]`, sanitized, so a user message still
+    carrying last turn's `<relevant-memories>` does not feed them back as context), cut to the gateway's limit
+    per message. Other roles and messages left without text are skipped, not counted.
+    """
+    picked: list[dict[str, str]] = []
+    for message in reversed(messages):
+        if len(picked) >= limit:
+            break
+        role = message_field(message, "role")
+        if role not in ("user", "assistant"):
+            continue
+        text = sanitize_text(extract_text(message_field(message, "content")).replace(IMAGE_PLACEHOLDER, _IMAGE_SHIELD))
+        text = text.replace(_IMAGE_SHIELD, IMAGE_PLACEHOLDER).strip()
+        if text:
+            picked.append({"role": role, "content": truncate_content(text, max_content_chars)})
+    picked.reverse()
+    return picked
