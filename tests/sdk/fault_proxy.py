@@ -29,7 +29,9 @@ class FaultProxy:
         self.delay = 0.0  # seconds, for "slow"; a held request is let go when the proxy closes
         self.only_paths: tuple[str, ...] = ()  # faults apply only to these paths when set
         self.seen: list[str] = []
-        self._http = httpx.Client(timeout=30)
+        # A fresh upstream connection per request: uvicorn closes a keep-alive connection idle for 5 s, and a
+        # request sent on one just as it closes fails (RemoteProtocolError), which a test would read as a fault.
+        self._http = httpx.Client(timeout=30, limits=httpx.Limits(max_keepalive_connections=0))
         self._closing = threading.Event()
         proxy = self
 

@@ -254,3 +254,18 @@ def test_the_composer_runs_beside_the_one_call(hub: Hub, proxy: FaultProxy) -> N
     assert late.degraded == ("context",) and late.context is None
     assert late.prepend == r.prepend
     assert sorted(set(proxy.seen)) == ["/v3/context/compose", "/v3/recall"]
+
+
+def test_the_recall_budget_is_the_prepends_plus_room_for_persona_and_scenes() -> None:
+    from memhub.sdk.agent.config import SCENE_LINE_CHARS, SCENE_LINE_TOKENS, recall_budget
+
+    config = AgentConfig(max_prepend_tokens=800, max_prepend_chars=3000, max_persona_chars=2000, max_scenes=10)
+    assert recall_budget(config) == {
+        "max_tokens": 800 + 500 + 10 * SCENE_LINE_TOKENS,
+        "max_chars": 3000 + 2000 + 10 * SCENE_LINE_CHARS,
+    }
+    bare = AgentConfig(max_prepend_tokens=800, max_prepend_chars=3000, include_persona=False, include_scene_nav=False)
+    assert recall_budget(bare) == {"max_tokens": 800, "max_chars": 3000}
+    # Never past what the gateway accepts: a refused recall would cost the turn its memories.
+    huge = AgentConfig(max_prepend_tokens=10**6, max_prepend_chars=10**7)
+    assert recall_budget(huge) == {"max_tokens": 32_000, "max_chars": 128_000}

@@ -15,6 +15,8 @@ SERVER_MAX_BATCH = 100
 SERVER_MAX_SEARCH_LIMIT = 100
 # `POST /v3/recall` takes at most this many recent turns as context.
 SERVER_MAX_RECALL_MESSAGES = 20
+SERVER_MAX_RECALL_TOKENS = 32_000
+SERVER_MAX_RECALL_CHARS = 128_000
 # The gateway refuses bodies over 1 MiB; batches stay under this many bytes of messages, leaving room
 # for the isolation fields and the JSON around them.
 SERVER_MAX_BATCH_BYTES = 960 * 1024
@@ -28,7 +30,7 @@ class AgentConfig:
     recall_deadline: float = 0.2
     max_memories: int = 5
     max_memory_chars: int = 500
-    max_prepend_chars: int = 2500
+    max_prepend_chars: int = 4000
     # Estimated tokens (one per CJK character, one per four other characters): for Chinese memories the
     # character budget alone would allow about four times the tokens it allows for English.
     max_prepend_tokens: int = 1000
@@ -71,3 +73,26 @@ class AgentConfig:
             raise ParamError("AgentConfig.max_memories: must be at most 100 (the gateway's search limit)")
         if self.capture_backoff > self.capture_backoff_max:
             raise ParamError("AgentConfig.capture_backoff: must not exceed capture_backoff_max")
+
+
+# What the kit's scene index costs per listed path (`- `scene_blocks/….md``), in the recall budget.
+SCENE_LINE_TOKENS = 12
+SCENE_LINE_CHARS = 48
+
+
+def recall_budget(config: AgentConfig) -> dict[str, int]:
+    """The `/v3/recall` budget for this configuration: the prepend's, plus room for the persona and scene index.
+
+    The gateway packs the persona, the scene index and the memories into one budget (the persona at most a
+    quarter of it, the scene index a tenth); the kit puts the persona and the scenes in the system prompt under
+    their own caps, so it asks for the prepend's budget plus theirs. Memories beyond the prepend's budget are
+    then cut by the prepend.
+    """
+    persona_chars = config.max_persona_chars if config.include_persona else 0
+    scenes = config.max_scenes if config.include_scene_nav else 0
+    tokens = config.max_prepend_tokens + (persona_chars + 3) // 4 + scenes * SCENE_LINE_TOKENS
+    chars = config.max_prepend_chars + persona_chars + scenes * SCENE_LINE_CHARS
+    return {
+        "max_tokens": max(1, min(tokens, SERVER_MAX_RECALL_TOKENS)),
+        "max_chars": max(1, min(chars, SERVER_MAX_RECALL_CHARS)),
+    }

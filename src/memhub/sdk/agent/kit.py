@@ -31,6 +31,7 @@ from memhub.sdk.agent.config import (
     SERVER_MAX_RECALL_MESSAGES,
     SERVER_MAX_SEARCH_LIMIT,
     AgentConfig,
+    recall_budget,
 )
 from memhub.sdk.agent.recall import (
     CONTEXT,
@@ -276,8 +277,7 @@ class MemoryAgent:
             call = self._client.recall(
                 search_query,
                 messages=recent_turns(messages or (), SERVER_MAX_RECALL_MESSAGES, SERVER_MAX_CONTENT_CHARS),
-                max_tokens=cfg.max_prepend_tokens,
-                max_chars=cfg.max_prepend_chars,
+                **recall_budget(cfg),
                 include_persona=cfg.include_persona,
                 include_scenes=cfg.include_scene_nav,
             )
