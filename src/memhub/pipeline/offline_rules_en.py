@@ -29,12 +29,15 @@ def _words(text: str) -> frozenset[str]:
 _ADVERBS = (
     r"(?:really|truly|absolutely|totally|also|still|just|actually|definitely|genuinely|especially|usually|"
     r"often|sometimes|generally|mostly|rarely|recently|finally|already|only|even|kind of|kinda|no longer|"
-    r"always|never|do|currently|now)"
+    r"always|never|currently|now)"  # not "do": "I do yoga" is "does yoga", and so is the emphatic "does love"
 )
 _NO_S = _words(
     "will would can could should might must may shall was were used cannot went met saw bought left came "
     "took made got had ran began flew ate drank found gave wrote spoke felt kept lost paid sent sold "
-    "spent told thought won read put set cut hit let quit"
+    "spent told thought won read put set cut hit let quit did brought caught taught fought sought held built "
+    "lent meant dealt heard understood drew grew knew threw blew wore tore chose rose drove rode broke "
+    "woke froze stole forgave sang rang swam became sat hung shot fed led slept wept swept forgot hid lit "
+    "fell shook stood struck stuck spun dug won sank fled bent bound ground wound"
 )
 _IRREGULAR = {"have": "has", "do": "does", "go": "goes", "am": "is", "be": "is", "'m": "is", "'ve": "has"}
 _NEGATIONS = (
@@ -53,6 +56,8 @@ _PRONOUNS = (
     (re.compile(r"\bmy\b", re.I), "their"),
     (re.compile(r"\bme\b", re.I), "them"),
     (re.compile(r"\bI'm\b|\bI am\b"), "they are"),
+    (re.compile(r"\bI was\b"), "they were"),
+    (re.compile(r"\bI wasn't\b"), "they weren't"),
     (re.compile(r"\bI've\b"), "they have"),
     (re.compile(r"\bI'll\b"), "they will"),
     (re.compile(r"\bI\b"), "they"),
@@ -73,6 +78,8 @@ def third_person_verb(word: str) -> str:
         return _IRREGULAR[low]
     if low in _NO_S or (low.endswith("ed") and not low.endswith("eed")) or not low.isalpha():
         return word
+    if low.startswith("re") and low[2:] in _NO_S:
+        return word  # "retook", "rebuilt"
     if re.search(r"(?:s|sh|ch|x|z|o)$", low):
         return word + "es"
     if re.search(r"[^aeiou]y$", low):
