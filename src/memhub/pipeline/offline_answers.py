@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from memhub.pipeline.offline_rules_statement import content_words
+
 _I = re.IGNORECASE
 _QUESTION = re.compile(
     r"^(?:(?:so|and|but|oh|hey|wait|well|also)[,\s]+)?(?P<aux>did|do|have|are|were|will)\s+you\s+"
@@ -66,6 +68,7 @@ def answered_statement(question_text: str, answer: Sequence[str]) -> str | None:
         statement = f"I {rest}" if aux == "do" else f"{_POSITIVE[aux]} {rest}"
     added = a["rest"].strip().rstrip(".!")
     # "Yes, last Friday!" completes the statement; "Yes! I loved it" is a statement of its own.
-    if added and not _OWN_STATEMENT.match(added) and len(added.split()) <= MAX_ADDED_WORDS and "?" not in added:
+    short = len(added.split()) <= MAX_ADDED_WORDS and "?" not in added
+    if added and short and not _OWN_STATEMENT.match(added) and content_words(added):  # not "Nope, never."
         statement = f"{statement} {added.lstrip(',;:- ')}"
     return statement

@@ -184,16 +184,17 @@ _MENTIONS_SELF = re.compile(r"\b(?:I|I'm|I've|I'll|I'd|me|my|mine|myself)\b")
 _MENTIONS_US = re.compile(r"\b(?:we|we're|we've|our|ours|us)\b", _I)
 MIN_REMARK_WORDS = 3
 # A remark opening on a pronoun or a pointer ("It made me …", "Here's my …", "Let's …") leans on the
-# conversation for its subject and would not stand alone.
+# conversation for its subject and would not stand alone; one opening on an imperative is advice, not a fact.
 _LEANING_START = re.compile(
     r"^(?:it|it's|its|that|that's|this|these|those|they|they're|them|he|he's|she|she's|him|her|there|there's|"
     r"here|here's|let's|lets|seems|so|but|and|or|unless|which|what|who|because|if|though|although|cause|cuz|"
-    r"same|too|also|anyway|yeah|yes|no|not|nothing|something|everything|anything|one|all)\b",
+    r"same|too|also|anyway|yeah|yes|no|not|nothing|something|everything|anything|one|all|"
+    r"always|never|please|don't|dont|do|remember|keep|try|make|let|go|take|stop|check|tell|ask|give|get)\b",
     _I,
 )
 
 
-@rule("remark", IDENTITY, 55, r"[A-Za-z0-9\"'].+")
+@rule("remark", IDENTITY, 60, r"[A-Za-z0-9\"'].+")
 def _remark(m: re.Match[str], ctx: Context) -> Built | None:
     """A sentence that is about the speaker without starting with them ("This necklace is a gift from my
     grandma", "Playing chess is my favourite hobby"), reported: "User said that …"."""

@@ -55,14 +55,26 @@ class Speaker:
 
 
 def _strip_label(content: str, label: str) -> str:
-    return re.sub(rf"^\s*{re.escape(label)}\s*:\s*", "", content, count=1)
+    return re.sub(rf"^\s*{re.escape(label)}\s*[:：]\s*", "", content, count=1)
+
+
+# "小林：…": a Chinese name of up to four characters before a colon (speaker_of reads Latin labels).
+_LABEL_ZH = re.compile(r"^\s*([\u4e00-\u9fff]{1,4})\s*[：:]\s*")
+_HEADING_ZH = frozenset(_split("注意 提醒 备注 更新 问题 回答 总结 任务 待办 重要 补充 说明 例如 原因 结果 目标 背景"))
+
+
+def _label(content: str) -> str | None:
+    label = speaker_of(content)
+    if label is None and (m := _LABEL_ZH.match(content)):
+        label = m.group(1)
+    if label is not None and (label.casefold() in _HEADING or label in _HEADING_ZH):
+        return None
+    return label
 
 
 def read_speaker(role: str, content: str, metadata: Mapping[str, Any] | None = None) -> Speaker:
     """The message's speaker, its text without the label, and whether it is a human's own words."""
-    label = speaker_of(content)
-    if label is not None and label.casefold() in _HEADING:
-        label = None
+    label = _label(content)
     named = speaker_of("", metadata)
     text = content
     if label is not None and (named is None or label.casefold() == named.casefold()):

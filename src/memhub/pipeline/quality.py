@@ -113,7 +113,7 @@ _WORD_EN = re.compile(r"[A-Za-z0-9][\w'-]*")
 _ANNOTATIONS = re.compile(r"\s*[(（][^()（）]*[)）]")
 _FINAL_PUNCT = re.compile(r"[\s.。!！?？,，;；:：…~\"'”“]+$")
 _CJK_OR_ALNUM = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaffA-Za-z0-9]")
-_ZH_DANGLING = re.compile(r"[的和跟与在把被对给从向是]$")
+_ZH_DANGLING = re.compile(r"(?:[的和跟与在把被对给从向是叫去有想要]|喜欢|讨厌|(?<!可)爱)$")
 _MIN_WORDS_EN = 3
 _MIN_CHARS_ZH = 2
 
