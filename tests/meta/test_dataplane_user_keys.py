@@ -143,6 +143,7 @@ ROUTES: dict[str, Callable[[Tenant], dict[str, Any]]] = {
     "core/read": lambda t: {},
     "core/write": lambda t: {"content": "overwritten"},
     "core/count": lambda t: {},
+    "recall": lambda t: {"query": "paris"},
 }
 
 
@@ -302,6 +303,10 @@ def test_the_owners_data_is_untouched(shared: Tenant) -> None:
         )
         assert [e["path"] for e in t.ok("/v3/scenario/ls", scope, t.alice.key)["entries"]] == ["notes/", "notes/a.md"]
         assert "alice's persona" in t.ok("/v3/core/read", scope, t.alice.key)["content"]
+        recalled = t.ok("/v3/recall", {**scope, "query": "paris"}, t.alice.key)
+        assert [m["content"] for m in recalled["memories"]] == ["alice likes paris", HELLO[0]["content"]]
+        assert recalled["persona"] == "alice's persona"
+        assert recalled["scenes"] == [{"path": "notes/a.md", "summary": None}]
 
 
 # -- who may pass -----------------------------------------------------------------------------------
@@ -328,6 +333,10 @@ def test_member_through_a_team_visible_agent(fresh: Tenant) -> None:
         "alice's scene\n"
     )
     assert "alice's persona" in t.ok("/v3/core/read", scope, t.alice.key)["content"]
+    # Recall reads what the layers let bob read: his own memory, turn, persona and scene only.
+    recalled = t.ok("/v3/recall", {**scope, "query": "paris rome bob"}, t.bob.key)
+    assert sorted(m["content"] for m in recalled["memories"]) == ["bob here", "bob likes rome"]
+    assert recalled["persona"] == "bob's persona"
     # A task of the team is fine; so is the admin through the restricted agent.
     t.ok("/v3/conversation/count", {**scope, "task_id": t.task_a}, t.bob.key)
     assert t.ok("/v3/core/count", {"team_id": t.team_a, "agent_id": t.ar}, t.erin.key) == {"total": 0}

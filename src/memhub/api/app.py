@@ -28,6 +28,7 @@ from memhub.api.routes import (
     memory_prompt,
     pipeline,
     profile,
+    recall,
 )
 from memhub.api.routes.health import health_payload
 from memhub.api.routes.knowledge_kinds import knowledge_routes
@@ -36,7 +37,13 @@ from memhub.errors import HttpStatusError, MemhubError, RequestTimeout
 from memhub.gateway_key import GatewayKey
 from memhub.runtime import Hub
 
-DATA_ROUTES: list[DataRoute] = [*conversation.ROUTES, *atomic.ROUTES, *profile.ROUTES, *pipeline.ROUTES]
+DATA_ROUTES: list[DataRoute] = [
+    *conversation.ROUTES,
+    *atomic.ROUTES,
+    *profile.ROUTES,
+    *pipeline.ROUTES,
+    *recall.ROUTES,
+]
 
 
 def create_app(hub: Hub, gateway_key: GatewayKey | None, *, run_pipeline: bool = True) -> FastAPI:

@@ -307,5 +307,29 @@ class PipelineFlush(Body):
     pass
 
 
+# -- recall ---------------------------------------------------------------------------------
+MAX_RECALL_TOKENS = 32_000
+MAX_RECALL_CHARS = 128_000
+MAX_RECENT_MESSAGES = 20
+
+
+class RecentMessage(BaseModel):
+    """A turn the agent already has in its context window (recall does not repeat it)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    role: Literal["user", "assistant", "system", "tool"]
+    content: Annotated[str, Field(max_length=4 * MAX_CONTENT_CHARS)]
+
+
+class Recall(Body):
+    query: Query
+    messages: list[RecentMessage] = Field(default_factory=list, max_length=MAX_RECENT_MESSAGES)
+    max_tokens: int | None = Field(None, ge=1, le=MAX_RECALL_TOKENS)
+    max_chars: int | None = Field(None, ge=1, le=MAX_RECALL_CHARS)
+    include_persona: bool = True
+    include_scenes: bool = True
+
+
 class AtomicHistory(Body):
     id: MemoryId

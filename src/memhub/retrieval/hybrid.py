@@ -248,7 +248,8 @@ def _weigh(hits: list[Hit[R]], view: RecordView[R], options: SearchOptions, now_
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
-def _shingles(text: str) -> frozenset[str]:
+def shingles(text: str) -> frozenset[str]:
+    """Word trigrams of a text (case-folded), for near-duplicate checks."""
     tokens = _TOKEN.findall(text.casefold())
     if not tokens:  # emoji or punctuation only: only the same text is a duplicate
         return frozenset([" ".join(text.split())])
@@ -264,15 +265,16 @@ def _without_near_duplicates(hits: list[Hit[R]], view: RecordView[R], limit: int
     for hit in hits:
         if len(kept) == limit:
             break
-        shingles = _shingles(view.text(hit.record))
-        if any(_near_duplicates(shingles, other) for other in seen):
+        grams = shingles(view.text(hit.record))
+        if any(near_duplicates(grams, other) for other in seen):
             continue
         kept.append(hit)
-        seen.append(shingles)
+        seen.append(grams)
     return kept
 
 
-def _near_duplicates(a: frozenset[str], b: frozenset[str]) -> bool:
+def near_duplicates(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two shingle sets overlap by Jaccard ≥ NEAR_DUPLICATE_JACCARD."""
     small, large = sorted((len(a), len(b)))
     if small < NEAR_DUPLICATE_JACCARD * large:  # Jaccard ≤ small / large: no need to intersect
         return False
