@@ -43,7 +43,7 @@ from memhub.pipeline.offline_rules import (
 )
 from memhub.pipeline.offline_rules_code import CODE_RULES_EN, CODE_RULES_ZH
 from memhub.pipeline.offline_rules_en import DATED_EVENT_EN, FILLERS_EN, QUESTION_EN, RULES_EN, swap_pronouns
-from memhub.pipeline.offline_rules_statement import REMARK_EN, STATEMENT_EN
+from memhub.pipeline.offline_rules_statement import REMARK_EN, STATEMENT_EN, third_person_we
 from memhub.pipeline.offline_rules_zh import DATED_EVENT_ZH, FILLERS_ZH, QUESTION_ZH, RULES_ZH, third_person
 from memhub.pipeline.offline_speakers import Speaker, name_subject, read_speaker
 from memhub.pipeline.quality import is_fragment, looks_like_prompt_injection, sanitize, should_extract
@@ -252,6 +252,8 @@ class OfflineExtractor:
     ) -> None:
         zh = is_chinese(sentence)
         content = name_subject(hit.content, who.name, zh)
+        if who.name is not None and not zh:
+            content = third_person_we(content)  # between people "our" is the speaker's circle
         if is_fragment(content):
             return  # the one gate every candidate passes: nothing that cannot stand alone
         suspect = looks_like_prompt_injection(sentence) or looks_like_prompt_injection(content)

@@ -50,7 +50,7 @@ _SET_PHRASES = re.compile(r"(?:^|,\s*)(?:you know|you see|if you ask me|as you k
 # on a past-tense verb (or "been") is read as the speaker's own; one on "looked"/"sounded" is about "it".
 _ELIDED = re.compile(
     r"^(?:(?:just|finally|recently|also|actually|then|once|already)\s+)?"
-    r"(?P<v>been|(?!(?:looked|sounded|seemed|felt|needed|used|called|named)\b)[a-z]{2,}ed|went|got|had|made|took|"
+    r"(?P<v>been(?!\s+(?:a while|ages|forever|so long|too long|a long time|a minute)\b)|(?!(?:looked|sounded|seemed|felt|needed|used|called|named)\b)[a-z]{2,}ed|went|got|had|made|took|"
     r"saw|met|bought|found|started|tried|lost|won|left|came|gave|wrote|read|ran|sold|spent|finished|joined|"
     r"built|began|brought|caught|taught|quit|moved|visited|adopted)\b",
     _I,
@@ -149,7 +149,8 @@ def _family(clause: str, ctx: Context) -> str:
     return EVENT if timed or _PLANNED.search(clause) or _PAST.search(clause) else IDENTITY
 
 
-def _third_person_we(text: str) -> str:
+def third_person_we(text: str) -> str:
+    """ "our kids" → "their kids", "with us" → "with them", "we" → "they"."""
     for pattern, repl in _WE_PRONOUNS:  # "… with our kids" → "… with their kids"
         text = pattern.sub(repl, text)
     return text
@@ -175,7 +176,7 @@ def _statement(m: re.Match[str], ctx: Context) -> Built | None:
     text = user_clause(clause) or (we_clause(clause) if ctx.between_people else None)
     if text is None:
         return None
-    text = cut(_third_person_we(text).strip())
+    text = cut(third_person_we(text).strip())
     body = text.split(" ", 1)[1] if " " in text else ""
     return Built(text[:1].upper() + text[1:] + ".", topic_of(body), family=_family(clause, ctx))
 
@@ -203,7 +204,7 @@ def _remark(m: re.Match[str], ctx: Context) -> Built | None:
         return None
     if _LEANING_START.match(sentence) or _YOU.search(sentence) or len(content_words(sentence)) < MIN_REMARK_WORDS:
         return None
-    text = cut(_third_person_we(swap_pronouns(sentence)).strip())
+    text = cut(third_person_we(swap_pronouns(sentence)).strip())
     return Built(f"User said that {text[:1].lower()}{text[1:]}.", topic_of(text), family=_family(sentence, ctx))
 
 
