@@ -50,7 +50,8 @@ _SET_PHRASES = re.compile(r"(?:^|,\s*)(?:you know|you see|if you ask me|as you k
 # on a past-tense verb (or "been") is read as the speaker's own; one on "looked"/"sounded" is about "it".
 _ELIDED = re.compile(
     r"^(?:(?:just|finally|recently|also|actually|then|once|already)\s+)?"
-    r"(?P<v>been(?!\s+(?:a while|ages|forever|so long|too long|a long time|a minute)\b)|(?!(?:looked|sounded|seemed|felt|needed|used|called|named)\b)[a-z]{2,}ed|went|got|had|made|took|"
+    r"(?P<v>been(?!\s+(?:a while|ages|forever|so long|too long|a long time|a minute)\b)|"
+    r"(?!(?:looked|sounded|seemed|felt|needed|used|called|named)\b)[a-z]{2,}ed|went|got|had|made|took|"
     r"saw|met|bought|found|started|tried|lost|won|left|came|gave|wrote|read|ran|sold|spent|finished|joined|"
     r"built|began|brought|caught|taught|quit|moved|visited|adopted)\b",
     _I,
