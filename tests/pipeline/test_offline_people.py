@@ -150,9 +150,12 @@ def test_informative_statements_are_kept_about_the_speaker(text: str, expected: 
         "It made me so happy.",
         "I think so too.",
         "I'll let you know once I finish it.",
+        "I read it on the train this morning.",  # "it" is whatever the conversation was about
+        "I need a Python script that renames my photos.",  # the task at hand, said to an assistant
+        "I got this error when running my migration.",
     ],
 )
-def test_small_talk_is_not_a_fact(text: str) -> None:
+def test_small_talk_and_tasks_are_not_facts(text: str) -> None:
     assert extract_one(text) == []
 
 

@@ -165,11 +165,24 @@ def _clean(sentence: str) -> str:
 _VOCATIVE_END = re.compile(r",\s+[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?\s*$")
 
 
+# "I read it on the train": the object is whatever the conversation was about.
+_PRONOUN_OBJECT = re.compile(r"^(?:I|we)(?:'\w+)?\s+(?:\w+\s+){0,2}?(?:it|them)\b", _I)
+# With an assistant, "I need a script that …" or "I got this error" is the task at hand, not a lasting fact.
+_REQUEST = re.compile(
+    r"^I\s+(?:\w+\s+)?(?:need|want|would like|'d like)\s+(?:a|an|some|help|the|you)\b|"
+    r"\b(?:this|that|these|those|the following)\s+(?:error|issue|problem|bug|code|snippet|article|message|text|"
+    r"link|file|question|answer|output|document|email|essay|paragraph|list|table|function|script)s?\b",
+    _I,
+)
+
+
 @rule("statement", IDENTITY, 60, r".+")
 def _statement(m: re.Match[str], ctx: Context) -> Built | None:
     sentence = _clean(m.group(0))
     clause = _reorder(sentence)
-    if clause is None or _YOU.search(clause):
+    if clause is None or _YOU.search(clause) or _PRONOUN_OBJECT.match(clause):
+        return None
+    if not ctx.between_people and _REQUEST.search(clause):
         return None
     if len(content_words(clause)) < MIN_CONTENT_WORDS:
         return None
