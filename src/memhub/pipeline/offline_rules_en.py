@@ -444,6 +444,17 @@ def _plan(m: re.Match[str], ctx: Context) -> Built | None:
     return Built(f"User plans to {swap_pronouns(obj)}.", obj) if obj else None
 
 
+# "I read it on the train": the object is whatever the conversation was about.
+PRONOUN_OBJECT = re.compile(r"^(?:I|we)(?:'\w+)?\s+(?:\w+\s+){0,2}?(?:it|them)\b", re.I)
+# With an assistant, "I need a script that …" or "I got this error" is the task at hand, not a lasting fact.
+REQUEST = re.compile(
+    r"^I\s+(?:\w+\s+)?(?:need|want|would like|'d like)\s+(?:a|an|some|help|the|you)\b|"
+    r"\b(?:this|that|these|those|the following)\s+(?:error|issue|problem|bug|code|snippet|article|message|text|"
+    r"link|file|question|answer|output|document|email|essay|paragraph|list|table|function|script)s?\b",
+    re.I,
+)
+
+
 _TIME_LEAD = re.compile(r"^(?P<t>.+?)[,\s]+(?=(?:I|I'm|I've|I'll|I'd|my)\b)", re.I)
 
 
@@ -465,6 +476,8 @@ def _dated_event(m: re.Match[str], ctx: Context) -> Built | None:
         return None  # "I'm tired today": a passing feeling, not an event
     if len(core) <= 5 and any(w.lower() in ("it", "this", "that") for w in core):
         return None  # "I'll do it tomorrow": not self-contained
+    if PRONOUN_OBJECT.match(clause) or (not ctx.between_people and REQUEST.search(clause)):
+        return None  # "I read it this morning", "I need a script by Friday": context, or the task at hand
     words = core[2:]
     while words and words[0].lower() in _AUXILIARIES:
         words = words[1:]

@@ -14,7 +14,7 @@ import re
 
 from memhub.pipeline.offline_dates import find_time_en
 from memhub.pipeline.offline_rules import EVENT, IDENTITY, Built, Context, rule
-from memhub.pipeline.offline_rules_en import swap_pronouns, topic_of, user_clause
+from memhub.pipeline.offline_rules_en import PRONOUN_OBJECT, REQUEST, swap_pronouns, topic_of, user_clause
 
 MAX_STATEMENT = 220  # characters; a longer sentence is cut at a clause boundary
 
@@ -165,24 +165,13 @@ def _clean(sentence: str) -> str:
 _VOCATIVE_END = re.compile(r",\s+[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?\s*$")
 
 
-# "I read it on the train": the object is whatever the conversation was about.
-_PRONOUN_OBJECT = re.compile(r"^(?:I|we)(?:'\w+)?\s+(?:\w+\s+){0,2}?(?:it|them)\b", _I)
-# With an assistant, "I need a script that …" or "I got this error" is the task at hand, not a lasting fact.
-_REQUEST = re.compile(
-    r"^I\s+(?:\w+\s+)?(?:need|want|would like|'d like)\s+(?:a|an|some|help|the|you)\b|"
-    r"\b(?:this|that|these|those|the following)\s+(?:error|issue|problem|bug|code|snippet|article|message|text|"
-    r"link|file|question|answer|output|document|email|essay|paragraph|list|table|function|script)s?\b",
-    _I,
-)
-
-
 @rule("statement", IDENTITY, 60, r".+")
 def _statement(m: re.Match[str], ctx: Context) -> Built | None:
     sentence = _clean(m.group(0))
     clause = _reorder(sentence)
-    if clause is None or _YOU.search(clause) or _PRONOUN_OBJECT.match(clause):
+    if clause is None or _YOU.search(clause) or PRONOUN_OBJECT.match(clause):
         return None
-    if not ctx.between_people and _REQUEST.search(clause):
+    if not ctx.between_people and REQUEST.search(clause):
         return None
     if len(content_words(clause)) < MIN_CONTENT_WORDS:
         return None
@@ -214,9 +203,13 @@ def _remark(m: re.Match[str], ctx: Context) -> Built | None:
     """A sentence that is about the speaker without starting with them ("This necklace is a gift from my
     grandma", "Playing chess is my favourite hobby"), reported: "User said that …"."""
     sentence = _clean(m.group(0))
+    if _reorder(sentence) is not None:
+        return None  # a first-person statement: the statement rule kept it or had reason not to
     if not (_MENTIONS_SELF.search(sentence) or (ctx.between_people and _MENTIONS_US.search(sentence))):
         return None
     if _LEANING_START.match(sentence) or _YOU.search(sentence) or len(content_words(sentence)) < MIN_REMARK_WORDS:
+        return None
+    if not ctx.between_people and REQUEST.search(sentence):
         return None
     text = cut(third_person_we(swap_pronouns(sentence)).strip())
     return Built(f"User said that {text[:1].lower()}{text[1:]}.", topic_of(text), family=_family(sentence, ctx))
