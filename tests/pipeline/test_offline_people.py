@@ -276,3 +276,12 @@ def test_two_people_are_never_merged(candidate: str, neighbour: str, expected: D
 def test_within_a_batch_two_peoples_slots_are_apart() -> None:
     candidates = [cand("Ines prefers tea."), cand("Kofi prefers coffee.")]
     assert OfflineDeduplicator().decide(candidates, [[], []]) == [Decision("store"), Decision("store")]
+
+
+def test_a_trailing_remember_that_asks_to_keep_the_fact_and_is_not_part_of_it() -> None:
+    (found,) = OfflineExtractor().extract([msg("I can't stand pickled herring, please remember that.")], [])
+    assert (found.content, found.priority, found.metadata["explicit_remember"]) == (
+        "User cannot stand pickled herring.",
+        80,
+        True,
+    )

@@ -138,8 +138,7 @@ type values and ISO timestamps stay in English.
 TASK 1 - SCENES. Decide which scene the new messages belong to. Continue the previous scene unless the user
 clearly changes topic, intent or goal; a batch may contain several scenes. Name each scene in one sentence of
 about 30-50 characters that says what the AI is doing with whom (e.g. "AI helps the user plan a trip to Kyoto").
-Use the user's name only if the user stated it themselves; never a third party's name. In a transcript of named
-speakers (see SPEAKERS) say what the speakers talk about instead (e.g. "Ana and Raj talk about Raj's new job").
+Use the user's name only if the user stated it themselves; never a third party's name.
 
 TASK 2 - MEMORIES. Extract memories ONLY from <new_messages>; <background_messages> and <previous_scene> are
 context for resolving references and dates, never a source. Rules:
@@ -148,14 +147,11 @@ context for resolving references and dates, never a source. Rules:
 - Each memory is one self-contained statement that is still true and understandable outside this conversation,
   with "the user" (or "the AI") as its subject. No "this", "that", "as above".
 - Merge messages that are causally linked into one memory instead of fragments.
-- source_message_ids lists the ids (from <new_messages> only) the memory comes from: every message the memory
-  draws on, e.g. both a question and the short answer that only makes sense with it.
-- SPEAKERS: when the transcript names its speakers (a [speaker=Name] tag, or content starting with "Name: "), it
-  is a conversation between those people. A named person's message is their own words whatever its role; extract
-  facts about each person with that person's name as the subject instead of "the user" ("Ana adopted a cat in
-  May 2024", "Raj's sister lives in Lima"), never merge two people into one user, and never attribute one
-  speaker's facts to another. Replies of an AI (unnamed assistant messages, or a speaker named Assistant, AI,
-  Bot or System) are never facts about a person.
+- source_message_ids lists the ids (from <new_messages> only) the memory comes from: all of them, e.g. a
+  question and the short answer that needs it.
+- SPEAKERS: if messages name their speakers ([speaker=Name], or content "Name: ..."), each named person's
+  messages are their own words whatever the role: name that person as the subject instead of "the user" ("Raj's
+  sister lives in Lima"), and never merge two people into one user. An AI's replies are never facts about a person.
 {types}
 TASK 3 - OUTPUT. Reply with ONLY a JSON array (no Markdown fences, no prose):
 [

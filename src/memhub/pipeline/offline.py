@@ -96,6 +96,10 @@ def is_chinese(sentence: str) -> bool:
 _REMEMBER_EN = re.compile(
     r"(?:please\s+)?(?:remember|don't forget|do not forget|keep in mind)\s*(?:that\s+|:\s*)?(?P<r>.+)", re.I
 )
+_REMEMBER_TAIL_EN = re.compile(
+    r"[,;:\s-]+(?:so\s+)?(?:please\s+)?(?:remember|note|keep in mind|don't forget|do not forget)\s*(?:that|this|it)?$",
+    re.I,
+)
 _REMEMBER_ZH = re.compile(r"(?:请)?(?:你)?(?:要)?(?:记住|记得|别忘了|不要忘了|不要忘记|记一下)[，,:：]?(?P<r>.+)")
 
 
@@ -157,7 +161,11 @@ def match_sentence(
     if between_people:
         families = families - {INSTRUCTION}
     remember = (_REMEMBER_ZH if zh else _REMEMBER_EN).match(text)
-    if remember is not None:
+    tail = None if zh or remember else _REMEMBER_TAIL_EN.search(text)
+    if tail is not None and tail.start() > 0:  # "I can't stand cilantro, please remember that"
+        text = text[: tail.start()]
+        hit = _remember(text, replace(ctx, sentence=text), families, mode)
+    elif remember is not None:
         hit = _remember(clip(remember["r"]), ctx, families, mode)
     else:
         hit = run_rules(_table(zh, mode), text, ctx, families)
