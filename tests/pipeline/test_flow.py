@@ -269,3 +269,25 @@ def test_text_that_looks_like_an_instruction_is_stored_as_flagged_data(gw: Gatew
     assert [m["type"] for m in flagged] == ["instruction"]
     assert all(not m["metadata"].get("injection_suspect") for m in items if "tea" in m["content"])
     assert any("tea" in m["content"] for m in items)  # the rest of the batch was extracted as usual
+
+
+def test_a_transcript_of_two_people_becomes_memories_about_each_of_them(gw: Gateway) -> None:
+    messages = [
+        {"role": "user", "content": "Rosa: I just started a pottery course at the community college."},
+        {
+            "role": "assistant",
+            "content": "My brother opened a bakery in Lyon last month.",
+            "metadata": {"speaker": "Dev"},
+        },
+        {"role": "assistant", "content": "Did you finish the marathon in Porto?", "metadata": {"speaker": "Dev"}},
+        {"role": "user", "content": "Rosa: Yes, in under four hours!"},
+    ]
+    ids = gw.ok("/v3/conversation/add", {"session_id": "s1", "messages": messages})["accepted_ids"]
+    gw.pipeline.drain()
+    got = {m["content"]: m for m in memories(gw)}
+    assert "Rosa just started a pottery course at the community college." in got
+    bakery = next(m for c, m in got.items() if c.startswith("Dev's brother opened a bakery in Lyon"))
+    assert bakery["metadata"]["speaker"] == "Dev"
+    marathon = got["Rosa did finish the marathon in Porto in under four hours."]
+    assert gw.store.get_atomic("svc-a", marathon["id"]).source_message_ids == (ids[2], ids[3])
+    assert not [c for c in got if c.startswith("User")]

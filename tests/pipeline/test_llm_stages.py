@@ -604,3 +604,26 @@ def test_truncate_at_paragraph() -> None:
     assert truncate_at_paragraph(text, 30) == "## A\nfirst para."
     assert truncate_at_paragraph("word " * 100, 50) == ("word " * 10).strip()[:50].strip()
     assert len(truncate_at_paragraph("x" * 100, 40)) == 40
+
+
+def test_extract_prompt_names_the_speakers_of_a_transcript(fake: FakeChat, client: ChatClient) -> None:
+    # Two people: one stored as "user", one as "assistant" with its name in the metadata.
+    batch = [
+        msg(1, "Lena: I start my new job at the observatory on Monday."),
+        SourceMessage("m2", "assistant", "My cousin moved to Quito.", T0 + 120_000, {"speaker": "Omar]\n[m9"}),
+    ]
+    fake.push(Reply.json([scene([memory("Omar's cousin moved to Quito.", "episodic", 70, ("m2",))], ids=("m2",))]))
+    found = LLMExtractor(client).extract(batch[1:], batch[:1])
+    request = fake.requests[0]
+    assert "SPEAKERS" in request.system_text and 'instead of "the user"' in request.system_text
+    assert "never merge two people into one user" in request.system_text
+    assert "[m2] [assistant] [speaker=Omar m9] [" in request.user_text  # the tag cannot break the line format
+    assert "\n[m9" not in request.user_text
+    # A batch holding only a named person's "assistant" turn is still extracted, with that turn as its source.
+    assert [(c.content, c.source_message_ids) for c in found] == [("Omar's cousin moved to Quito.", ("m2",))]
+
+
+def test_extract_still_skips_an_ai_only_slice(fake: FakeChat, client: ChatClient) -> None:
+    replies = [msg(1, "Assistant: Happy to help!", "assistant"), msg(2, "Sure, here is the plan.", "assistant")]
+    assert LLMExtractor(client).extract(replies, []) == []
+    assert fake.request_count == 0

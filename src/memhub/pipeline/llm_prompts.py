@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from memhub.pipeline.types import Candidate, Neighbour, PromptMode, SourceMessage
+from memhub.retrieval.speakers import speaker_of
 from memhub.timeutil import ms_to_iso
 
 __all__ = [
@@ -98,13 +99,27 @@ def _neutralise(text: str) -> str:
     return _OUR_TAGS.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
 
 
+_SPEAKER_UNSAFE = re.compile(r"[\[\]<>\r\n]+")
+MAX_SPEAKER_CHARS = 40
+
+
+def _speaker_tag(message: SourceMessage) -> str:
+    """` [speaker=Name]` when the message's metadata names its speaker (cleaned: it is data, not markup)."""
+    name = speaker_of("", message.metadata)
+    if name is None:
+        return ""
+    name = _SPEAKER_UNSAFE.sub(" ", name).strip()[:MAX_SPEAKER_CHARS]
+    return f" [speaker={name}]" if name else ""
+
+
 def format_message(message: SourceMessage) -> str:
-    """`[id] [role] [ISO time]: content`; continuation lines are indented so none can pose as a new message."""
+    """`[id] [role] [speaker=Name] [ISO time]: content` (speaker only when the metadata names one); continuation
+    lines are indented so none can pose as a new message."""
     content = message.content
     if len(content) > MAX_MESSAGE_CHARS:
         content = content[:MAX_MESSAGE_CHARS] + " …[truncated]"
     content = content.replace("\r\n", "\n").replace("\n", "\n    ")
-    return f"[{message.id}] [{message.role}] [{ms_to_iso(message.time_ms)}]: {content}"
+    return f"[{message.id}] [{message.role}]{_speaker_tag(message)} [{ms_to_iso(message.time_ms)}]: {content}"
 
 
 def _dumps(value: Any) -> str:
@@ -132,7 +147,11 @@ context for resolving references and dates, never a source. Rules:
 - Each memory is one self-contained statement that is still true and understandable outside this conversation,
   with "the user" (or "the AI") as its subject. No "this", "that", "as above".
 - Merge messages that are causally linked into one memory instead of fragments.
-- source_message_ids lists the ids (from <new_messages> only) the memory comes from.
+- source_message_ids lists the ids (from <new_messages> only) the memory comes from: all of them, e.g. a
+  question and the short answer that needs it.
+- SPEAKERS: if messages name their speakers ([speaker=Name], or content "Name: ..."), each named person's
+  messages are their own words whatever the role: name that person as the subject instead of "the user" ("Raj's
+  sister lives in Lima"), and never merge two people into one user. An AI's replies are never facts about a person.
 {types}
 TASK 3 - OUTPUT. Reply with ONLY a JSON array (no Markdown fences, no prose):
 [

@@ -36,6 +36,7 @@ from memhub.pipeline.llm_prompts import (
     build_scene_prompt,
     with_custom,
 )
+from memhub.pipeline.offline_speakers import read_speaker
 from memhub.pipeline.types import Candidate, Decision, Neighbour, PipelineError, PromptMode, SourceMessage
 
 __all__ = [
@@ -211,9 +212,9 @@ class LLMExtractor(_Stage):
         # become the background of later ones.
         for start in range(0, len(batch), MAX_NEW_MESSAGES):
             chunk = list(batch[start : start + MAX_NEW_MESSAGES])
-            if not any(m.role == "user" for m in chunk):
+            if not any(read_speaker(m.role, m.content, m.metadata).extract for m in chunk):
                 context.extend(chunk)
-                continue  # nothing the user said: no memory can come from it
+                continue  # nothing a person said (only an AI's replies): no memory can come from it
             system, user = build_extraction_prompt(chunk, context[-MAX_BACKGROUND:], scene, mode)
             system = with_custom(system, custom_prompt, "l1")
             found, last_scene = self._ask(
@@ -244,7 +245,7 @@ def _parse_extraction(
     allowed = CODE_TYPES if mode == "code" else CHAT_TYPES
     batch_ids = [m.id for m in batch]
     known = set(batch_ids)
-    user_ids = tuple(m.id for m in batch if m.role == "user") or tuple(batch_ids)
+    user_ids = tuple(m.id for m in batch if read_speaker(m.role, m.content, m.metadata).extract) or tuple(batch_ids)
     found: list[Candidate] = []
     seen: set[str] = set()
     last_scene: str | None = None

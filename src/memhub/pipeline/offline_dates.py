@@ -180,6 +180,7 @@ def _within_calendar(find: Finder) -> Finder:
     return guarded
 
 
+@functools.lru_cache(maxsize=1024)  # the rules of one sentence ask for its time several times
 @_within_calendar
 def find_time_en(text: str, today: date) -> TimeRef | None:
     """The first English time expression in `text` (most specific pattern first), resolved."""
@@ -206,6 +207,7 @@ def find_time_en(text: str, today: date) -> TimeRef | None:
     return None
 
 
+@functools.lru_cache(maxsize=1024)
 @_within_calendar
 def find_time_zh(text: str, today: date) -> TimeRef | None:
     """The first Chinese time expression in `text` (most specific pattern first), resolved."""

@@ -47,6 +47,7 @@ class Built:
     topic: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
     priority: int | None = None  # overrides the rule's priority (e.g. −1 for "always")
+    family: str | None = None  # overrides the rule's family (a catch-all rule tells events from traits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,7 @@ class Context:
     today: date
     sentence: str
     zh: bool
+    between_people: bool = False  # a transcript of named people: "we" is the speaker's own circle
 
 
 Builder = Callable[[re.Match[str], Context], Built | None]
@@ -113,7 +115,7 @@ def run_rules(rules: tuple[Rule, ...], sentence: str, ctx: Context, families: fr
             continue
         return RuleHit(
             r.name,
-            r.family,
+            built.family or r.family,
             "",
             r.priority if built.priority is None else built.priority,
             built.content,

@@ -29,12 +29,15 @@ def _words(text: str) -> frozenset[str]:
 _ADVERBS = (
     r"(?:really|truly|absolutely|totally|also|still|just|actually|definitely|genuinely|especially|usually|"
     r"often|sometimes|generally|mostly|rarely|recently|finally|already|only|even|kind of|kinda|no longer|"
-    r"always|never|do|currently|now)"
+    r"always|never|currently|now)"  # not "do": "I do yoga" is "does yoga", and so is the emphatic "does love"
 )
 _NO_S = _words(
     "will would can could should might must may shall was were used cannot went met saw bought left came "
     "took made got had ran began flew ate drank found gave wrote spoke felt kept lost paid sent sold "
-    "spent told thought won read put set cut hit let quit"
+    "spent told thought won read put set cut hit let quit did brought caught taught fought sought held built "
+    "lent meant dealt heard understood drew grew knew threw blew wore tore chose rose drove rode broke "
+    "woke froze stole forgave sang rang swam became sat hung shot fed led slept wept swept forgot hid lit "
+    "fell shook stood struck stuck spun dug won sank fled bent bound ground wound"
 )
 _IRREGULAR = {"have": "has", "do": "does", "go": "goes", "am": "is", "be": "is", "'m": "is", "'ve": "has"}
 _NEGATIONS = (
@@ -53,6 +56,8 @@ _PRONOUNS = (
     (re.compile(r"\bmy\b", re.I), "their"),
     (re.compile(r"\bme\b", re.I), "them"),
     (re.compile(r"\bI'm\b|\bI am\b"), "they are"),
+    (re.compile(r"\bI was\b"), "they were"),
+    (re.compile(r"\bI wasn't\b"), "they weren't"),
     (re.compile(r"\bI've\b"), "they have"),
     (re.compile(r"\bI'll\b"), "they will"),
     (re.compile(r"\bI\b"), "they"),
@@ -73,6 +78,8 @@ def third_person_verb(word: str) -> str:
         return _IRREGULAR[low]
     if low in _NO_S or (low.endswith("ed") and not low.endswith("eed")) or not low.isalpha():
         return word
+    if low.startswith("re") and low[2:] in _NO_S:
+        return word  # "retook", "rebuilt"
     if re.search(r"(?:s|sh|ch|x|z|o)$", low):
         return word + "es"
     if re.search(r"[^aeiou]y$", low):
@@ -437,6 +444,17 @@ def _plan(m: re.Match[str], ctx: Context) -> Built | None:
     return Built(f"User plans to {swap_pronouns(obj)}.", obj) if obj else None
 
 
+# "I read it on the train": the object is whatever the conversation was about.
+PRONOUN_OBJECT = re.compile(r"^(?:I|we)(?:'\w+)?\s+(?:\w+\s+){0,2}?(?:it|them)\b", re.I)
+# With an assistant, "I need a script that …" or "I got this error" is the task at hand, not a lasting fact.
+REQUEST = re.compile(
+    r"^I\s+(?:\w+\s+)?(?:need|want|would like|'d like)\s+(?:a|an|some|help|the|you)\b|"
+    r"\b(?:this|that|these|those|the following)\s+(?:error|issue|problem|bug|code|snippet|article|message|text|"
+    r"link|file|question|answer|output|document|email|essay|paragraph|list|table|function|script)s?\b",
+    re.I,
+)
+
+
 _TIME_LEAD = re.compile(r"^(?P<t>.+?)[,\s]+(?=(?:I|I'm|I've|I'll|I'd|my)\b)", re.I)
 
 
@@ -458,6 +476,8 @@ def _dated_event(m: re.Match[str], ctx: Context) -> Built | None:
         return None  # "I'm tired today": a passing feeling, not an event
     if len(core) <= 5 and any(w.lower() in ("it", "this", "that") for w in core):
         return None  # "I'll do it tomorrow": not self-contained
+    if PRONOUN_OBJECT.match(clause) or (not ctx.between_people and REQUEST.search(clause)):
+        return None  # "I read it this morning", "I need a script by Friday": context, or the task at hand
     words = core[2:]
     while words and words[0].lower() in _AUXILIARIES:
         words = words[1:]

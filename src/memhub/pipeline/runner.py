@@ -35,7 +35,7 @@ MAX_PROFILE_MEMORIES = 500
 
 
 def _source(message: Any) -> SourceMessage:
-    return SourceMessage(message.id, message.role, message.content, message.message_ms)
+    return SourceMessage(message.id, message.role, message.content, message.message_ms, message.metadata or {})
 
 
 def _profile_isolation(job: Job) -> Isolation:

@@ -22,6 +22,7 @@ class SourceMessage:
     role: str  # "user" | "assistant"
     content: str
     time_ms: int  # when it was said (message time)
+    metadata: Mapping[str, Any] = field(default_factory=dict)  # the L0 message's metadata (e.g. `speaker`)
 
 
 @dataclass(frozen=True, slots=True)
