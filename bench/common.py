@@ -91,6 +91,15 @@ def client(server: Server) -> httpx.Client:
     return httpx.Client(base_url=server.url, headers=headers, timeout=120)
 
 
+def ok_data(http: Any, path: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
+    """POST and return the envelope's `data`; any answer but a 2xx with code 0 stops the benchmark."""
+    response = http.post(path, json=body, headers=headers or {})
+    envelope = response.json()
+    if not 200 <= response.status_code < 300 or envelope.get("code") != 0:
+        raise RuntimeError(f"{path}: HTTP {response.status_code} {envelope}")
+    return envelope.get("data")
+
+
 # -- measurements ---------------------------------------------------------------------------
 
 

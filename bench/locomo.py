@@ -65,21 +65,26 @@ def sessions(conversation: dict[str, Any]) -> list[tuple[int, str, list[dict[str
     return [(n, session_date(conversation[f"session_{n}_date_time"]), conversation[f"session_{n}"]) for n in numbers]
 
 
+def turn_messages(conversation: dict[str, Any], date: str, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One session's turns as `conversation/add` messages: speaker A as the user, B as the assistant."""
+    first_speaker = conversation["speaker_a"]
+    return [
+        {
+            "role": "user" if turn["speaker"] == first_speaker else "assistant",
+            "content": f"{turn['speaker']}: {turn['text']}",
+            "timestamp": date,
+            "metadata": {"dia_id": turn["dia_id"]},
+        }
+        for turn in turns
+    ]
+
+
 def ingest(http: Any, sample: dict[str, Any]) -> int:
     """Add every turn of one conversation; returns the number of turns."""
     conversation = sample["conversation"]
-    first_speaker = conversation["speaker_a"]
     count = 0
     for number, date, turns in sessions(conversation):
-        messages = [
-            {
-                "role": "user" if turn["speaker"] == first_speaker else "assistant",
-                "content": f"{turn['speaker']}: {turn['text']}",
-                "timestamp": date,
-                "metadata": {"dia_id": turn["dia_id"]},
-            }
-            for turn in turns
-        ]
+        messages = turn_messages(conversation, date, turns)
         for start in range(0, len(messages), BATCH):
             body = {"user_id": sample["sample_id"], "session_id": f"session_{number}"}
             response = http.post("/v3/conversation/add", json={**body, "messages": messages[start : start + BATCH]})

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import HERE, KEY, SERVICE, Latency, client, git_rev, running_server
+from common import HERE, KEY, SERVICE, Latency, client, git_rev, ok_data, running_server
 from memhub.meta.caller import Caller
 from memhub.meta.keys import load_key_hasher
 from memhub.meta.services import MetaServices
@@ -37,14 +37,6 @@ from memhub.store.factory import open_store
 DEFAULT_OUT = HERE / "results" / "meta.json"
 AIM_ADDED_MS = 1.0
 BM25_ONLY = {"MEMHUB_EMBEDDING_PROVIDER": "none"}
-
-
-def _ok(http: Any, path: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
-    response = http.post(path, json=body, headers=headers or {})
-    envelope = response.json()
-    if envelope.get("code") != 0:
-        raise RuntimeError(f"{path}: {envelope}")
-    return envelope.get("data")
 
 
 def in_process(iterations: int) -> dict[str, Latency]:
@@ -78,16 +70,16 @@ def in_process(iterations: int) -> dict[str, Latency]:
 
 def _setup(http: Any) -> tuple[dict[str, Any], dict[str, str], dict[str, str], dict[str, str]]:
     """An admin, a member (alice) with her agent, and one message to count."""
-    admin = _ok(http, "/v3/internal/meta/user/init-admin", {"username": "root"})
+    admin = ok_data(http, "/v3/internal/meta/user/init-admin", {"username": "root"})
     as_root = {"x-tdai-user-key": admin["user_key"]}
     team = admin["team_id"]
-    user = _ok(http, "/v3/meta/user/create", {"username": "alice"}, as_root)
-    _ok(http, "/v3/meta/team-member/add", {"team_id": team, "user_id": user["user_id"]}, as_root)
+    user = ok_data(http, "/v3/meta/user/create", {"username": "alice"}, as_root)
+    ok_data(http, "/v3/meta/team-member/add", {"team_id": team, "user_id": user["user_id"]}, as_root)
     as_alice = {"x-tdai-user-key": user["default_user_key"]}
     agent = {"team_id": team, "owner_user_id": user["user_id"], "name": "a"}
-    body = {"team_id": team, "agent_id": _ok(http, "/v3/meta/agent/create", agent, as_alice)["agent_id"]}
+    body = {"team_id": team, "agent_id": ok_data(http, "/v3/meta/agent/create", agent, as_alice)["agent_id"]}
     body["user_id"] = user["user_id"]
-    _ok(http, "/v3/conversation/add", {**body, "messages": [{"role": "user", "content": "hello"}]})
+    ok_data(http, "/v3/conversation/add", {**body, "messages": [{"role": "user", "content": "hello"}]})
     return admin, as_root, as_alice, body
 
 
@@ -106,7 +98,7 @@ def over_http(python: str, requests: int, assets: int, listings: int) -> dict[st
             # Interleaved, alternating which goes first: both paths see the same machine state.
             for headers, sink in order if i % 2 else order[::-1]:
                 start = time.perf_counter()
-                _ok(http, "/v3/conversation/count", body, headers)
+                ok_data(http, "/v3/conversation/count", body, headers)
                 sink.append(time.perf_counter() - start)
         for n in range(assets):
             asset = {
@@ -119,12 +111,12 @@ def over_http(python: str, requests: int, assets: int, listings: int) -> dict[st
                 "visibility": ("team", "restricted", "private", "agent")[n % 4],
                 "status": "approved",
             }
-            _ok(http, "/v3/meta/asset/create", asset, as_root)
+            ok_data(http, "/v3/meta/asset/create", asset, as_root)
         listing: list[float] = []
         readable = 0
         for _ in range(listings):
             start = time.perf_counter()
-            page = _ok(http, "/v3/meta/asset/list-accessible", {"user_id": body["user_id"], "limit": 100}, as_alice)
+            page = ok_data(http, "/v3/meta/asset/list-accessible", {"user_id": body["user_id"], "limit": 100}, as_alice)
             listing.append(time.perf_counter() - start)
             readable = page["total"]
     return {

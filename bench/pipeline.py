@@ -48,7 +48,7 @@ from typing import Any
 
 import httpx
 
-from common import HERE, Latency, client, git_rev, running_server
+from common import HERE, Latency, client, git_rev, ok_data, running_server
 
 # FakeChat (the scripted OpenAI-compatible server) lives with the tests, not in the package: it is test
 # tooling that must never ship. The repository root goes on sys.path so `tests.pipeline.fake_llm` imports
@@ -191,16 +191,8 @@ def conversation(messages: int, users: int, sessions_per_user: int, seed: int = 
 # -- helpers ------------------------------------------------------------------------------------------------------
 
 
-def _ok(http: httpx.Client, path: str, body: dict[str, Any]) -> Any:
-    response = http.post(path, json=body)
-    envelope = response.json()
-    if response.status_code != 200 or envelope.get("code") != 0:
-        raise RuntimeError(f"{path}: HTTP {response.status_code} {envelope}")
-    return envelope.get("data")
-
-
 def _status(http: httpx.Client) -> dict[str, Any]:
-    return _ok(http, "/v2/pipeline/status", {"team_id": TEAM, "agent_id": AGENT, "user_id": "user-0"})
+    return ok_data(http, "/v2/pipeline/status", {"team_id": TEAM, "agent_id": AGENT, "user_id": "user-0"})
 
 
 def _l1_done(status: dict[str, Any]) -> bool:
@@ -226,7 +218,7 @@ def _memories(http: httpx.Client, user: str) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     while True:
         body = {"team_id": TEAM, "agent_id": AGENT, "user_id": user, "limit": 100, "offset": len(items)}
-        page = _ok(http, "/v3/atomic/query", body)["items"]
+        page = ok_data(http, "/v3/atomic/query", body)["items"]
         items += page
         if len(page) < 100:
             return items
@@ -266,7 +258,7 @@ def _add_all(
                     if interval:
                         time.sleep(max(next_at - time.monotonic(), 0.0))
                         next_at += interval
-                    ids = _ok(http, "/v3/conversation/add", {**sess.scope(), "messages": messages})["accepted_ids"]
+                    ids = ok_data(http, "/v3/conversation/add", {**sess.scope(), "messages": messages})["accepted_ids"]
                     now = time.time()
                     with lock:
                         accepted.update(dict.fromkeys(ids, now))
@@ -415,7 +407,7 @@ def with_llm(python: str, messages: int, users: int, sessions: int, threads: int
             first = time.time()
             _add_all(server, convo, 1, threads)
             for user in sorted({s.user for s in convo}):  # the session-end flush: the remainder, then L2 and L3
-                _ok(http, "/v2/pipeline/flush", {"team_id": TEAM, "agent_id": AGENT, "user_id": user})
+                ok_data(http, "/v2/pipeline/flush", {"team_id": TEAM, "agent_id": AGENT, "user_id": user})
             status = _wait(http, _all_idle, 600, "the pipeline to go idle")
             seconds = time.time() - first
             memories = sum(len(_memories(http, u)) for u in sorted({s.user for s in convo}))

@@ -49,8 +49,8 @@ from typing import Any
 
 import httpx
 
-from common import HERE, Latency, client, running_server, write_result
-from locomo import CATEGORIES, DATA, evidence_ids, sessions, wait_for_backlog
+from common import HERE, Latency, client, ok_data, running_server, write_result
+from locomo import CATEGORIES, DATA, evidence_ids, sessions, turn_messages, wait_for_backlog
 
 DEFAULT_OUT = HERE / "results" / "recall_quality.json"
 BATCH = 100
@@ -67,35 +67,18 @@ _FUNCTION_WORDS = frozenset(
 )
 
 
-def _ok(http: httpx.Client, path: str, body: dict[str, Any]) -> Any:
-    response = http.post(path, json=body)
-    envelope = response.json()
-    if response.status_code != 200 or envelope.get("code") != 0:
-        raise RuntimeError(f"{path}: HTTP {response.status_code} {envelope}")
-    return envelope.get("data")
-
-
 def ingest(http: httpx.Client, sample: dict[str, Any], user_id: str, session_prefix: str = "") -> dict[str, str]:
     """Add every turn and flush each session; returns message id → dia_id."""
     conversation = sample["conversation"]
-    first_speaker = conversation["speaker_a"]
     dia_of: dict[str, str] = {}
     for number, date, turns in sessions(conversation):
         scope = {"user_id": user_id, "session_id": f"{session_prefix}session_{number}"}
-        messages = [
-            {
-                "role": "user" if turn["speaker"] == first_speaker else "assistant",
-                "content": f"{turn['speaker']}: {turn['text']}",
-                "timestamp": date,
-                "metadata": {"dia_id": turn["dia_id"]},
-            }
-            for turn in turns
-        ]
+        messages = turn_messages(conversation, date, turns)
         for start in range(0, len(messages), BATCH):
             chunk = messages[start : start + BATCH]
-            ids = _ok(http, "/v3/conversation/add", {**scope, "messages": chunk})["accepted_ids"]
+            ids = ok_data(http, "/v3/conversation/add", {**scope, "messages": chunk})["accepted_ids"]
             dia_of.update(zip(ids, (m["metadata"]["dia_id"] for m in chunk), strict=True))
-        _ok(http, "/v3/pipeline/flush", scope)
+        ok_data(http, "/v3/pipeline/flush", scope)
     return dia_of
 
 
@@ -103,7 +86,7 @@ def wait_for_pipeline(http: httpx.Client, timeout_s: float) -> float:
     """Poll pipeline/status (the whole tenant, as the gateway key sees it) until every stage is idle."""
     started = time.monotonic()
     while True:
-        status = _ok(http, "/v3/pipeline/status", {"user_id": "bench"})
+        status = ok_data(http, "/v3/pipeline/status", {"user_id": "bench"})
         if status["waiting_sessions"] == 0 and all(status[s]["idle"] for s in ("l1", "l2", "l3")):
             return time.monotonic() - started
         if time.monotonic() - started > timeout_s:
@@ -114,7 +97,7 @@ def wait_for_pipeline(http: httpx.Client, timeout_s: float) -> float:
 def memories(http: httpx.Client, user_id: str) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     while True:
-        page = _ok(http, "/v3/atomic/query", {"user_id": user_id, "limit": 100, "offset": len(items)})["items"]
+        page = ok_data(http, "/v3/atomic/query", {"user_id": user_id, "limit": 100, "offset": len(items)})["items"]
         items += page
         if len(page) < 100:
             return items
@@ -154,13 +137,13 @@ def evaluate(
         # call embed its query itself, so the three latencies compare like for like.
         query = question["question"].strip()
         started = time.perf_counter()
-        l0 = _ok(http, "/v3/conversation/search", {**scope, "query": query, "limit": 10})
+        l0 = ok_data(http, "/v3/conversation/search", {**scope, "query": query, "limit": 10})
         latencies["l0_top10"].append(time.perf_counter() - started)
         started = time.perf_counter()
-        l1 = _ok(http, "/v3/atomic/search", {**scope, "query": query + " ", "limit": 5})
+        l1 = ok_data(http, "/v3/atomic/search", {**scope, "query": query + " ", "limit": 5})
         latencies["l1_top5"].append(time.perf_counter() - started)
         started = time.perf_counter()
-        recalled = _ok(http, "/v3/recall", {**scope, "query": query + "  "})
+        recalled = ok_data(http, "/v3/recall", {**scope, "query": query + "  "})
         latencies["recall"].append(time.perf_counter() - started)
 
         found = {
@@ -190,7 +173,7 @@ def latency_run(http: httpx.Client, samples: list[dict[str, Any]], turns_wanted:
         round_no += 1
     pipeline_s = wait_for_pipeline(http, timeout)
     embed_s, _ = wait_for_backlog(http, timeout)
-    held = _ok(http, "/v3/atomic/count", {"user_id": user_id})["total"]
+    held = ok_data(http, "/v3/atomic/count", {"user_id": user_id})["total"]
     questions = [q["question"].strip() for s in samples for q in s["qa"] if q.get("category") in CATEGORIES]
     search: list[float] = []
     recall: list[float] = []
@@ -200,7 +183,7 @@ def latency_run(http: httpx.Client, samples: list[dict[str, Any]], turns_wanted:
             ("/v3/recall", {"user_id": user_id, "query": query + " "}, recall),  # its own query embedding
         ):
             started = time.perf_counter()
-            _ok(http, path, body)
+            ok_data(http, path, body)
             bucket.append(time.perf_counter() - started)
     s, r = Latency.of(search), Latency.of(recall)
     return {

@@ -63,7 +63,7 @@ from typing import Any
 
 import docx
 
-from common import HERE, Latency, Server, client, git_rev, running_server
+from common import HERE, Latency, Server, client, git_rev, ok_data, running_server
 from memhub.knowledge.wiki.index import write_index
 from memhub.knowledge.wiki.indexer import BuildReport, build_generation
 from memhub.knowledge.wiki.snapshot import WikiSnapshot
@@ -742,22 +742,14 @@ def profile_engine(snapshot: WikiSnapshot, queries: Sequence[str], top: int = 12
     return rows[:top]
 
 
-def _ok(http: Any, path: str, body: dict[str, Any]) -> Any:
-    response = http.post(path, json=body)
-    envelope = response.json()
-    if response.status_code >= 300 or envelope.get("code") != 0:
-        raise RuntimeError(f"{path}: {response.status_code} {envelope}")
-    return envelope.get("data")
-
-
 def over_http(python: str, source_root: Path, data_dir: Path, queries: Sequence[str]) -> dict[str, Any]:
     """Create and build the wiki from `source_root`, then time the tools over HTTP."""
     env = {**BM25_ONLY, "MEMHUB_WIKI_SOURCE_ROOTS": str(source_root.parent.resolve())}
     with running_server(data_dir, python, env) as server, client(server) as http:
-        wiki = _ok(http, "/v3/wiki/create", {"team_id": TEAM, "name": "bench", "source_path": str(source_root)})
+        wiki = ok_data(http, "/v3/wiki/create", {"team_id": TEAM, "name": "bench", "source_path": str(source_root)})
         wiki_id = wiki["wiki_id"]
         t0 = time.perf_counter()
-        built = _ok(http, "/v3/wiki/ingest", {"wiki_id": wiki_id, "wait": True})
+        built = ok_data(http, "/v3/wiki/ingest", {"wiki_id": wiki_id, "wait": True})
         ingest_s = time.perf_counter() - t0
         if built["status"] != "ready":
             raise RuntimeError(f"wiki did not build: {built}")
@@ -788,7 +780,7 @@ def _time_tools(server: Server, wiki_id: str, queries: Sequence[str]) -> dict[st
     with client(server) as http:
         for q in queries[:WARMUP]:
             for make in requests.values():
-                _ok(http, *make(q))
+                ok_data(http, *make(q))
         for i, q in enumerate(queries):
             names = list(requests)
             # Rotate which call goes first, so no one of them always follows another.
