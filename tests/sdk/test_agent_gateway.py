@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from memhub.sdk.agent import AgentConfig, MemoryAgent
+from memhub.sdk.agent.prompt import estimate_tokens
 from tests.e2e.conftest import GATEWAY_KEY, SERVICE, Api, Launcher, Server, free_port, launcher  # noqa: F401
 from tests.sdk.fault_proxy import FaultProxy, fault_proxy
 
@@ -93,14 +94,18 @@ def test_recall_builds_both_blocks(api: Api, gateway: Server) -> None:
     assert r.user_message("hi") == r.prepend + "\n\nhi"
 
 
-def test_recall_is_stable_across_turns_and_caps_items(api: Api, gateway: Server) -> None:
+def test_recall_is_stable_across_turns_and_packs_items_by_budget(api: Api, gateway: Server) -> None:
     seed(api)
     for i in range(8):
         api.ok("/v3/atomic/add", {**SCOPE, "type": "work_fact", "content": f"coffee fact {i} about Ada"})
-    with connect(gateway.url) as agent:
+    small = AgentConfig(recall_deadline=FAST.recall_deadline, max_prepend_tokens=60)
+    with connect(gateway.url) as agent, connect(gateway.url, config=small) as tight:
         first = agent.recall("coffee")
         second = agent.recall("Berlin move")
-    assert first.prepend.count("\n- ") == 5
+        squeezed = tight.recall("coffee")
+    # The one call packs by the prompt budget, not by a count: every fact fits the default budget, fewer fit 60 tokens.
+    assert first.prepend.count("coffee fact") == 8
+    assert 0 < squeezed.prepend.count("coffee fact") < 8 and estimate_tokens(squeezed.prepend) <= 60
     assert first.append_system == second.append_system  # the cacheable tail does not move between turns
     assert first.prepend != second.prepend
 

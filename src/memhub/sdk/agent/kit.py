@@ -44,8 +44,7 @@ from memhub.sdk.agent.recall import (
     StableParts,
     as_three_calls,
     gather,
-    pick,
-    tag_l1,
+    searched_memories,
 )
 from memhub.sdk.agent.runner import LoopThread
 from memhub.sdk.agent.turns import fit_to_server_limits, recent_turns, select_turn
@@ -310,7 +309,7 @@ class MemoryAgent:
         }
         results, degraded = await gather(tasks, deadline, self._log)
         if MEMORIES in results:
-            results[MEMORIES] = tag_l1(results[MEMORIES])
+            results[MEMORIES] = searched_memories(results[MEMORIES], cfg.max_memories)
         return results, degraded
 
     def _recall_failed(self, exc: BaseException) -> tuple[dict[str, Any], list[str]]:
@@ -327,7 +326,6 @@ class MemoryAgent:
         context: Mapping[str, Any] | None = None,
     ) -> Recall:
         cfg = self.config
-        memories = pick(memories, cfg.max_memories)
         prepend = prompt.format_memories(
             memories,
             max_items=len(memories),

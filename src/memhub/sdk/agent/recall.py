@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from memhub.sdk.agent.prompt import trusted_memories
 
 MEMORIES, PERSONA, SCENES, CONTEXT = "memories", "persona", "scenes", "context"
 # What a gateway without `POST /v3/recall` answers for it: the original and older memhub say 404 for any
@@ -90,26 +92,15 @@ def as_three_calls(answer: Mapping[str, Any], *, persona: bool, scenes: bool) ->
     return parts
 
 
-def tag_l1(answer: Any) -> dict[str, Any]:
-    """A search answer's items marked `layer: "l1"`, as the one-call answer marks each of its items."""
-    items = (answer.get("items") if isinstance(answer, Mapping) else None) or []
-    return {"items": [{"layer": "l1", **m} if isinstance(m, Mapping) else m for m in items]}
+def searched_memories(answer: Any, max_memories: int) -> dict[str, Any]:
+    """An `atomic/search` answer as the one call's memories: the first `max_memories` trusted ones, marked L1.
 
-
-def pick(memories: Sequence[Mapping[str, Any]], max_memories: int) -> list[Mapping[str, Any]]:
-    """The items for the prompt, in order: at most `max_memories` L1 memories; L0 turns bounded by the budget alone.
-
-    The gateway's recall packs both layers within the prompt budget, so only the L1 count keeps its old cap.
+    On the three-call path `max_memories` is the search's own cap (the search asks for a few more, so memories
+    flagged `injection_suspect` do not shorten the list). The one call's answer is already packed by the gateway
+    within the prompt budget, turns and memories together, so no count applies to it.
     """
-    picked: list[Mapping[str, Any]] = []
-    l1 = 0
-    for memory in memories:
-        if memory.get("layer") != "l0":
-            if l1 >= max_memories:
-                continue
-            l1 += 1
-        picked.append(memory)
-    return picked
+    items = (answer.get("items") if isinstance(answer, Mapping) else None) or []
+    return {"items": [{"layer": "l1", **m} for m in trusted_memories(items)[:max_memories]]}
 
 
 async def gather(
