@@ -110,6 +110,10 @@ def looks_like_fragment(content: str) -> bool:
     return len(words) < 3 or words[-1].lower() in _FUNCTION_WORDS
 
 
+def progress(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
 def coverage(found: set[str], evidence: set[str]) -> float:
     return len(found & evidence) / len(evidence)
 
@@ -171,8 +175,10 @@ def latency_run(http: httpx.Client, samples: list[dict[str, Any]], turns_wanted:
             if added < turns_wanted:
                 added += len(ingest(http, sample, user_id, f"r{round_no}_{sample['sample_id']}_"))
         round_no += 1
+    progress(f"latency scope: added {added} turns")
     pipeline_s = wait_for_pipeline(http, timeout)
     embed_s, _ = wait_for_backlog(http, timeout)
+    progress(f"latency scope: pipeline idle after {pipeline_s:.0f} s, embeddings after {embed_s:.0f} s more")
     held = ok_data(http, "/v3/atomic/count", {"user_id": user_id})["total"]
     questions = [q["question"].strip() for s in samples for q in s["qa"] if q.get("category") in CATEGORIES]
     search: list[float] = []
@@ -235,11 +241,14 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         mapped = {s["sample_id"]: ingest(http, s, s["sample_id"]) for s in samples}
         add_s = time.monotonic() - started
+        progress(f"added {sum(len(m) for m in mapped.values())} turns in {add_s:.0f} s")
         pipeline_s = wait_for_pipeline(http, args.timeout)
         embed_s, health = wait_for_backlog(http, args.timeout)
+        progress(f"pipeline idle after {pipeline_s:.0f} s more, embeddings after {embed_s:.0f} s more")
         held = {s["sample_id"]: memories(http, s["sample_id"]) for s in samples}
         for sample in samples:
             evaluate(http, sample, mapped[sample["sample_id"]], scores, latencies, tokens, layers)
+            progress(f"scored {sample['sample_id']}")
         if args.latency_turns:
             stats["latency_at_scale"] = latency_run(http, samples, args.latency_turns, args.timeout)
 

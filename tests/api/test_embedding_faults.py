@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -18,6 +20,7 @@ import pytest
 
 from memhub.memory.embedding import QUERY_COOL_DOWN_S
 from memhub.model import EmbeddingModel
+from memhub.retrieval.embed import EmbeddingError
 from memhub.store.factory import open_store
 from tests.conftest import Gateway
 from tests.retrieval.fake_openai import FakeOpenAI
@@ -268,3 +271,48 @@ def test_records_are_embedded_in_batches(
     assert all(b["model"] == "fake-embed" and b["dimensions"] == DIM for b in bodies)
     assert all(r.authorization == f"Bearer {API_KEY}" for r in fake.requests)
     assert vector_rows(gw) == records
+
+
+def _waiting_on_a_future(thread: threading.Thread) -> bool:
+    """Whether `thread` is blocked in `Future.result` (waiting for another caller's work)."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    while frame is not None:
+        if frame.f_code.co_name == "result" and "concurrent" in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def test_one_query_in_flight_is_embedded_once_for_every_caller(
+    openai_gateway: Callable[..., Gateway], fake: FakeOpenAI
+) -> None:
+    """Recall searches L1 and L0 at once: the second search waits for the first one's query vector."""
+    gw = openai_gateway(start_worker=False)
+    runtime = gw.embedding
+    assert runtime is not None
+    fake.mode, fake.slow_seconds = "slow", 600.0  # held until the fake stops
+    answers: dict[str, Any] = {}
+
+    def embed(name: str) -> None:
+        try:
+            answers[name] = runtime.embed_query("when is the budget review")
+        except EmbeddingError as exc:
+            answers[name] = exc
+
+    first = threading.Thread(target=embed, args=("first",))
+    first.start()
+    deadline = time.monotonic() + WAIT_S
+    while fake.request_count < 1:
+        assert time.monotonic() < deadline, "the first query never reached the provider"
+        time.sleep(0.01)
+    second = threading.Thread(target=embed, args=("second",))
+    second.start()
+    while not _waiting_on_a_future(second):
+        assert fake.request_count == 1, "the second caller asked the provider again"
+        assert second.is_alive() and time.monotonic() < deadline, "the second caller did not wait"
+        time.sleep(0.01)
+    fake.stop()  # the held request fails: both callers get that one failure
+    first.join(WAIT_S)
+    second.join(WAIT_S)
+    assert fake.request_count == 1
+    assert isinstance(answers["first"], EmbeddingError) and answers["second"] is answers["first"]

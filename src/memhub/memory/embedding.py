@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -92,6 +93,9 @@ class EmbeddingRuntime:
         self._thread: threading.Thread | None = None
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
+        # Queries being embedded now: a second search for the same text (recall searches L1 and L0 at once)
+        # waits for the first one's vector instead of embedding it again.
+        self._in_flight: dict[str, Future[np.ndarray]] = {}
         self._query_down_until = 0.0
 
     # -- model identity --------------------------------------------------------------------------
@@ -209,6 +213,28 @@ class EmbeddingRuntime:
             if cached is not None:
                 self._cache.move_to_end(text)
                 return cached
+            pending = self._in_flight.get(text)
+            if pending is None:
+                pending = self._in_flight[text] = Future()
+                owner = True
+            else:
+                owner = False
+        if not owner:
+            return pending.result()  # the first caller's vector, or its EmbeddingError
+        try:
+            vector = self._embed_new_query(text)
+        except BaseException as exc:
+            pending.set_exception(exc)
+            raise
+        else:
+            pending.set_result(vector)
+            return vector
+        finally:
+            with self._cache_lock:
+                del self._in_flight[text]
+
+    def _embed_new_query(self, text: str) -> np.ndarray:
+        assert self.query_embedder is not None
         if time.monotonic() < self._query_down_until:
             raise EmbeddingError("the embedding provider failed recently; cooling down")
         try:

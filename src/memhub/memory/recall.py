@@ -23,6 +23,7 @@ listing cut to `MAX_SCENES`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from memhub.formats.injection import looks_like_prompt_injection
@@ -51,6 +52,7 @@ ITEM_OVERHEAD_CHARS = 36
 # A scene's summary is a hint of what to read in full, not the scene: one line at most.
 SCENE_SUMMARY_CHARS = 100
 ELLIPSIS = "…"
+_SEARCHES = ThreadPoolExecutor(max_workers=8, thread_name_prefix="memhub-recall")
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,8 +195,12 @@ class RecallService:
         for entry in scenes:
             budget.take(*_cost(_scene_line(entry)))
 
+        # Both layers are searched at once; the query is embedded once (the embedder shares a query in flight).
+        l0_search = _SEARCHES.submit(
+            self.conversation.search, iso, request.query, MessageFilter(), SearchOptions(limit=L0_CANDIDATES)
+        )
         l1 = self.atomic.search(iso, request.query, AtomicFilter(), SearchOptions(limit=L1_CANDIDATES))
-        l0 = self.conversation.search(iso, request.query, MessageFilter(), SearchOptions(limit=L0_CANDIDATES))
+        l0 = l0_search.result()
         # Nothing that reads like an instruction to the agent reaches a prompt, from either layer.
         candidates = [_l1_item(h.record, h.score) for h in l1.hits if not _is_suspect(h.record)]
         candidates += [
