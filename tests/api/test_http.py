@@ -353,6 +353,8 @@ PROMPTS = [
 ]
 # v3 only, asset-level (no isolation fields): emptying chat-memory assets.
 CHAT_MEMORY = ["chat-memory/clear"]
+# v3 only: one recall across the layers.
+RECALL = ["recall"]
 GET_TOO = {
     "/v3/memory-prompt/get",
     "/v3/memory-prompt/setting/list",
@@ -381,7 +383,7 @@ def test_openapi_lists_every_data_plane_route(gateway: Gateway) -> None:
     v3 = {p.removeprefix("/v3/") for p in paths if p.startswith("/v3/") and not p.startswith(management)}
     v2 = {p.removeprefix("/v2/") for p in paths if p.startswith("/v2/")}
     assert len(CONTRACT) == 18
-    assert v3 == set(CONTRACT + EXTENSIONS + PIPELINE + PROMPTS + CHAT_MEMORY)
+    assert v3 == set(CONTRACT + EXTENSIONS + PIPELINE + PROMPTS + CHAT_MEMORY + RECALL)
     mirrors = {r for r in CONTRACT if not r.endswith("/count")}
     assert len(mirrors) == 14
     assert v2 == mirrors | set(EXTENSIONS + PIPELINE)
