@@ -58,13 +58,9 @@ ROWS = ("l0_top10", "l1_top5", "recall")
 ROW_NAMES = {"l0_top10": "L0 only (conversation/search top 10)", "l1_top5": "L1 only (atomic/search top 5)"}
 ROW_NAMES["recall"] = "/v3/recall (default budget)"
 AIMS = {"recall": 0.75, "l1_top5": 0.40}
-_FUNCTION_WORDS = frozenset(
-    re.findall(
-        r"\w+",
-        "to the a an of and or with for from in on at by my their his her its our your this that as is are was were "
-        "be been being than then so but",
-    )
-)
+# Words a complete English sentence never ends on ("User loves to.", "… went to the."); clause-final verbs and
+# prepositions ("who they are.", "count them in.") end real sentences, so they are not here.
+_DANGLING = frozenset(re.findall(r"\w+", "to the a an of and or my their his her our your its than but"))
 
 
 def ingest(http: httpx.Client, sample: dict[str, Any], user_id: str, session_prefix: str = "") -> dict[str, str]:
@@ -104,10 +100,10 @@ def memories(http: httpx.Client, user_id: str) -> list[dict[str, Any]]:
 
 
 def looks_like_fragment(content: str) -> bool:
-    """Ends on a function word ("User loves to.") or has under three words once the date note is gone."""
+    """Ends on a word no sentence ends on ("User loves to.") or has under three words once the date note is gone."""
     text = re.sub(r"\s*\([^)]*\)", "", content).strip().rstrip(".!。")
     words = text.split()
-    return len(words) < 3 or words[-1].lower() in _FUNCTION_WORDS
+    return len(words) < 3 or words[-1].lower() in _DANGLING
 
 
 def progress(message: str) -> None:
