@@ -95,7 +95,8 @@ def pipeline_stages(settings: Settings, client: ChatClient | None) -> Stages:
             generator=client.model,
         )
     # Imported here: a process that never runs the pipeline does not build the rule tables.
-    from memhub.pipeline.offline import OfflineDeduplicator, OfflineExtractor
+    from memhub.pipeline.offline import OfflineExtractor
+    from memhub.pipeline.offline_dedup import OfflineDeduplicator
 
     return Stages(
         extractor=OfflineExtractor(),

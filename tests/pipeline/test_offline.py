@@ -6,8 +6,9 @@ from datetime import date
 
 import pytest
 
-from memhub.pipeline.offline import MAX_CANDIDATES, OfflineDeduplicator, OfflineExtractor, memory_slot, split_sentences
+from memhub.pipeline.offline import MAX_CANDIDATES, OfflineExtractor, split_sentences
 from memhub.pipeline.offline_dates import find_time_en, find_time_zh
+from memhub.pipeline.offline_dedup import OfflineDeduplicator, memory_slot
 from memhub.pipeline.types import Candidate, Decision, Neighbour, SourceMessage
 
 T = 1777593600000  # 2026-05-01 00:00 UTC, a Friday

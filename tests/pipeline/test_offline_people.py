@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memhub.pipeline.offline import OfflineDeduplicator, OfflineExtractor
+from memhub.pipeline.offline import OfflineExtractor
+from memhub.pipeline.offline_dedup import OfflineDeduplicator
 from memhub.pipeline.offline_speakers import read_speaker
 from memhub.pipeline.quality import is_fragment
 from memhub.pipeline.types import Candidate, Decision, Neighbour, SourceMessage

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memhub.pipeline.quality import looks_like_prompt_injection, sanitize, should_capture, should_extract
+from memhub.formats.injection import looks_like_prompt_injection
+from memhub.pipeline.quality import sanitize, should_capture, should_extract
 
 
 @pytest.mark.parametrize(

@@ -131,6 +131,13 @@ def _cost(text: str) -> tuple[int, int]:
     return len(text) + ITEM_OVERHEAD_CHARS, estimate_tokens(text) + ITEM_OVERHEAD_TOKENS
 
 
+def _clipped(text: str, limit: int) -> str:
+    """At most `limit` characters, ending with an ellipsis when something was cut."""
+    if len(text) <= limit:
+        return text
+    return text[: max(limit - len(ELLIPSIS), 0)].rstrip() + ELLIPSIS
+
+
 def _normalised(text: str) -> str:
     return " ".join(text.split()).casefold()
 
@@ -155,9 +162,7 @@ def _l1_item(record: AtomicRecord, score: float) -> RecalledItem:
 
 
 def _l0_item(record: MessageRecord, score: float) -> RecalledItem:
-    content, truncated = record.content, False
-    if len(content) > L0_MAX_CHARS:
-        content, truncated = content[: L0_MAX_CHARS - len(ELLIPSIS)].rstrip() + ELLIPSIS, True
+    content = _clipped(record.content, L0_MAX_CHARS)
     return RecalledItem(
         "l0",
         record.id,
@@ -166,7 +171,7 @@ def _l0_item(record: MessageRecord, score: float) -> RecalledItem:
         record.message_ms,
         session_id=record.session_id,
         role=record.role,
-        truncated=truncated,
+        truncated=content != record.content,
     )
 
 
@@ -237,7 +242,7 @@ class RecallService:
         return clipped or None
 
     def _scenes(self, iso: Isolation, budget: Budget) -> list[ScenarioEntry]:
-        files = [_clipped_summary(e) for e in self.scenario.list(iso) if not e.path.endswith("/")]
+        files = [_clipped_summary(e) for e in self.scenario.files(iso)]
         # The most recently touched scenes first when not all fit; returned in path order, so a prompt
         # built from them stays the same until the scenes change.
         files.sort(key=lambda e: e.updated_ms or 0, reverse=True)
@@ -255,9 +260,7 @@ def _scene_line(entry: ScenarioEntry) -> str:
 
 
 def _clipped_summary(entry: ScenarioEntry) -> ScenarioEntry:
-    summary = " ".join((entry.summary or "").split())
-    if len(summary) > SCENE_SUMMARY_CHARS:
-        summary = summary[: SCENE_SUMMARY_CHARS - len(ELLIPSIS)].rstrip() + ELLIPSIS
+    summary = _clipped(" ".join((entry.summary or "").split()), SCENE_SUMMARY_CHARS)
     return replace(entry, summary=summary or None)
 
 

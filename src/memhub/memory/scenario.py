@@ -47,16 +47,20 @@ class ScenarioService:
 
     def list(self, iso: Isolation, path_prefix: str = "") -> list[ScenarioEntry]:
         """Files under the prefix plus the directories that contain them, recursively, in path order."""
-        docs = self.store.list_documents(iso.profile, "scene", path_prefix)
         entries: dict[str, ScenarioEntry] = {}
-        for doc in docs:
-            parts = doc.path.split("/")
+        for file in self.files(iso, path_prefix):
+            parts = file.path.split("/")
             for depth in range(1, len(parts)):
                 directory = "/".join(parts[:depth]) + "/"
                 if directory.startswith(path_prefix) and directory not in entries:
                     entries[directory] = ScenarioEntry(directory, None, 0, None, None)
-            entries[doc.path] = ScenarioEntry(doc.path, doc.summary, doc.version, doc.created_ms, doc.updated_ms)
+            entries[file.path] = file
         return [entries[p] for p in sorted(entries)]
+
+    def files(self, iso: Isolation, path_prefix: str = "") -> list[ScenarioEntry]:
+        """The scene files under the prefix, without directories, in path order."""
+        docs = self.store.list_documents(iso.profile, "scene", path_prefix)
+        return [ScenarioEntry(d.path, d.summary, d.version, d.created_ms, d.updated_ms) for d in docs]
 
     def count(self, iso: Isolation, path_prefix: str = "") -> int:
         """How many scene files lie under the prefix."""

@@ -8,7 +8,7 @@ model), to sustain hundreds of messages a second.
 Which messages are read and whose memories they become is decided in `offline_speakers`: the user's
 own turns in plain chat ("User …"), and every turn of a named person in a transcript ("Ann …"), never
 an AI's replies. Every candidate passes one fragment check (`quality.is_fragment`) before it is kept.
-The deduplicator lives in `offline_dedup` and is re-exported here.
+The deduplicator lives in `offline_dedup`.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
+from memhub.formats.injection import looks_like_prompt_injection
 from memhub.pipeline.offline_answers import answered_statement
 from memhub.pipeline.offline_dates import message_date
-from memhub.pipeline.offline_dedup import OfflineDeduplicator, jaccard, memory_slot, subject_of
 from memhub.pipeline.offline_rules import (
     CJK_CHAR,
     CODE_ARTIFACT,
@@ -46,11 +46,8 @@ from memhub.pipeline.offline_rules_en import DATED_EVENT_EN, FILLERS_EN, QUESTIO
 from memhub.pipeline.offline_rules_statement import REMARK_EN, STATEMENT_EN, third_person_we
 from memhub.pipeline.offline_rules_zh import DATED_EVENT_ZH, FILLERS_ZH, QUESTION_ZH, RULES_ZH, third_person
 from memhub.pipeline.offline_speakers import Speaker, name_subject, read_speaker
-from memhub.pipeline.quality import is_fragment, looks_like_prompt_injection, sanitize, should_extract
+from memhub.pipeline.quality import is_fragment, sanitize, should_extract
 from memhub.pipeline.types import Candidate, PromptMode, SourceMessage
-
-__all__ = ["MAX_CANDIDATES", "OfflineDeduplicator", "OfflineExtractor", "jaccard", "match_sentence", "memory_slot"]
-__all__ += ["split_sentences", "subject_of"]
 
 # The original's `maxMemoriesPerSession` default, counted per speaker: in a transcript of two people
 # each keeps their own share, so one talkative speaker cannot crowd the other out of a batch.

@@ -22,11 +22,6 @@ from typing import Any
 
 from memhub.retrieval.speakers import speaker_of
 
-
-def _split(words: str) -> list[str]:
-    return words.split()
-
-
 # Labels that name a machine, not a person: such a speaker's words are never facts about a human.
 _AI_LABEL = re.compile(
     r"^(?:assistant|ai|bot|chatbot|system|model|agent|tool|function|developer|gpt[\w.-]*|chatgpt|claude[\w.-]*|"
@@ -37,11 +32,13 @@ _AI_LABEL = re.compile(
 _USER_LABEL = re.compile(r"^(?:user|human|me|customer|client|用户|我)$", re.I)
 # Words that start a line with a colon without naming anyone ("Note: I moved", "TODO: add tests").
 _HEADING = frozenset(
-    _split("""note notes nb ps pps update edit todo fixme fyi remember reminder important warning caution tip hint
+    re.findall(
+        r"\S+",
+        """note notes nb ps pps update edit todo fixme fyi remember reminder important warning caution tip hint
     example question answer q a re subject title summary tldr tl;dr context background problem issue
-    solution step goal task reason result error output input update also btw bonus correction source
-    quote link update status plan idea thought thoughts conclusion disclaimer spoiler heads up
-    update""")
+    solution step goal task reason result error output input also btw bonus correction source
+    quote link status plan idea thought thoughts conclusion disclaimer spoiler heads up""",
+    )
 )
 
 
@@ -60,7 +57,9 @@ def _strip_label(content: str, label: str) -> str:
 
 # "小林：…": a Chinese name of up to four characters before a colon (speaker_of reads Latin labels).
 _LABEL_ZH = re.compile(r"^\s*([\u4e00-\u9fff]{1,4})\s*[：:]\s*")
-_HEADING_ZH = frozenset(_split("注意 提醒 备注 更新 问题 回答 总结 任务 待办 重要 补充 说明 例如 原因 结果 目标 背景"))
+_HEADING_ZH = frozenset(
+    re.findall(r"\S+", "注意 提醒 备注 更新 问题 回答 总结 任务 待办 重要 补充 说明 例如 原因 结果 目标 背景")
+)
 
 
 def _label(content: str) -> str | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from memhub.formats.injection import looks_like_prompt_injection
 from memhub.formats.sanitize import sanitize_server_text, should_capture_l0
 from memhub.model import AtomicRecord
 
@@ -28,7 +27,6 @@ def _split(words: str) -> list[str]:
 # The gateway variant leaves out the client-only rule 5.
 sanitize = sanitize_server_text
 should_capture = should_capture_l0
-__all__ = ["looks_like_prompt_injection", "sanitize", "should_capture", "should_extract", "trusted"]
 
 # 1–5 characters of nothing but punctuation/symbols ("...", "👍", "?!") carry no memory.
 _SYMBOLS_ONLY = re.compile(r"^(?:[^\w\s]|_){1,5}$")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from memhub.formats.injection import looks_like_prompt_injection
 from memhub.ids import atomic_id
 from memhub.index.tokenize import query_terms
 from memhub.memory.core import PERSONA_PATH
@@ -20,7 +21,7 @@ from memhub.model.prompts import PromptLayer, ResolvedPrompt, TokenUsage
 from memhub.pipeline.config import PipelineConfig
 from memhub.pipeline.generation_log import GenerationLogService
 from memhub.pipeline.llm_prompts import CustomPrompt
-from memhub.pipeline.quality import looks_like_prompt_injection, trusted
+from memhub.pipeline.quality import trusted
 from memhub.pipeline.scenes import SceneDraft
 from memhub.pipeline.schedule import persona_due
 from memhub.pipeline.stages import Stages
