@@ -175,15 +175,19 @@ def test_concurrent_appends_with_the_same_expected_version_one_wins_each_round(s
     outcomes: list[list[tuple[str, int, object]]] = [[], []]
 
     def writer(n: int) -> None:
-        for r in range(rounds):
-            expected = r + 1  # every round starts from the head the previous round left
-            barrier.wait()
-            try:
-                v = skills.append(SVC, "skl-a", expected, draft(body=f"round {r} writer {n}"), 2_000 + r)
-                outcomes[n].append(("won", r, v.version))
-            except VersionStale as exc:
-                outcomes[n].append(("stale", r, exc.current_version))
-            barrier.wait()  # both have tried before the next round
+        try:
+            for r in range(rounds):
+                expected = r + 1  # every round starts from the head the previous round left
+                barrier.wait()
+                try:
+                    v = skills.append(SVC, "skl-a", expected, draft(body=f"round {r} writer {n}"), 2_000 + r)
+                    outcomes[n].append(("won", r, v.version))
+                except VersionStale as exc:
+                    outcomes[n].append(("stale", r, exc.current_version))
+                barrier.wait()  # both have tried before the next round
+        except BaseException:
+            barrier.abort()  # an unexpected error must not leave the other writer waiting forever
+            raise
 
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(2)]
     for t in threads:
