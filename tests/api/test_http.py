@@ -370,6 +370,8 @@ SKILL = [
     "skill/files/read",
     "skill/export",
     "skill/publish",
+    "skill/search",
+    "skill/listing",
 ]
 GET_TOO = {
     "/v3/memory-prompt/get",

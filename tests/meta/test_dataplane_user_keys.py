@@ -309,6 +309,8 @@ SKILL_ROUTES: dict[str, Callable[[Tenant], dict[str, Any]]] = {
     "skill/files/remove": lambda t: {"skill_id": SKILL, "expected_version": 1, "paths": ["a"]},
     "skill/files/read": lambda t: {"skill_id": SKILL, "path": "a"},
     "skill/export": lambda t: {"skill_id": SKILL},
+    "skill/search": lambda t: {"query": "planted"},
+    "skill/listing": lambda t: {},
 }
 SKILL_CASES = [
     name
