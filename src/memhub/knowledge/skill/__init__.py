@@ -1,0 +1,1 @@
+"""Skills: versioned SKILL.md documents agents share, and the mining that drafts them from agent work."""
