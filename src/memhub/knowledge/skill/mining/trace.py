@@ -22,6 +22,9 @@ _COMMAND_KEYS = ("command", "cmd", "script", "shell", "commandline", "command_li
 _WITH_SUBCOMMAND = frozenset(
     {"git", "npm", "pnpm", "yarn", "cargo", "go", "docker", "kubectl", "pip", "pip3", "uv", "poetry", "gh", "make"}
 )
+_OPTIONS_WITH_VALUE = frozenset(
+    {"-C", "-c", "--git-dir", "--work-tree", "--prefix", "--manifest-path", "-f", "--file", "-n", "--namespace"}
+)
 _WRAPPERS = frozenset({"sudo", "env", "time", "nohup", "exec"})
 _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # The start of a tool result that says the call itself failed (not, say, a test run that found failures).
@@ -106,10 +109,23 @@ def command_program(command: str) -> str | None:
     if re.fullmatch(r"python[0-9.]*", program) and len(rest) >= 2 and rest[0] == "-m":
         program, rest = rest[1].lower(), rest[2:]
     if program in _WITH_SUBCOMMAND:
-        sub = next((w for w in rest if not w.startswith("-")), None)
+        sub = _subcommand(rest)
         if sub and re.fullmatch(r"[a-z][a-z0-9-]*", sub):
             return f"{program} {sub}"
     return program if re.fullmatch(r"[a-z0-9][a-z0-9._+-]*", program) else None
+
+
+def _subcommand(words: Sequence[str]) -> str | None:
+    """The first word that is neither an option nor the value of one (`git -C repo commit` → `commit`)."""
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in _OPTIONS_WITH_VALUE:
+            skip = True
+        elif not word.startswith("-"):
+            return word
+    return None
 
 
 def step_of(tool: str, arguments: Any) -> Step:
