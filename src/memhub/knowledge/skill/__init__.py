@@ -1,1 +1,1 @@
-"""Skills: versioned SKILL.md documents agents share, and the mining that drafts them from agent work."""
+"""Skills: versioned SKILL.md documents with resource files, the fourth memory asset a team's agents share."""
