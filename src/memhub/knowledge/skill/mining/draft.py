@@ -78,10 +78,14 @@ def _quote(text: str) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in _clip(text, MAX_REQUEST_CHARS).splitlines())
 
 
-def draft_from(recurrence: Recurrence, name: str) -> Draft:
-    """The candidate skill that writes down a recurring step sequence."""
+def draft_from(recurrence: Recurrence, name: str, previous: Mapping[str, Any] | None = None) -> Draft:
+    """The candidate skill that writes down a recurring step sequence; with the metadata of the draft it
+    already wrote (`previous`), the sessions counted before are kept and the new ones added."""
     steps = recurrence.steps
-    seen = len(recurrence.archive_ids)
+    again = seen_again(previous, recurrence.archive_ids) if previous is not None else None
+    mined: Mapping[str, Any] = again[MINED_KEY] if again else {}
+    archives = list(mined.get("archives", recurrence.archive_ids))
+    seen = int(mined.get("seen", len(recurrence.archive_ids)))
     summary = ", then ".join(s.slug.replace("-", " ") for s in steps)
     description = _clip(
         f"Draft of a procedure this agent repeated in {seen} sessions: {summary}. Mined from tool calls; "
@@ -111,13 +115,14 @@ def draft_from(recurrence: Recurrence, name: str) -> Draft:
         lines.append(f"   - example arguments: `{example}`")
     lines.append("")
     metadata = {
+        **(previous or {}),
         MINED_KEY: {
             "by": "offline",
             "signature": steps_signature(steps),
             "steps": [s.signature for s in steps],
             "seen": seen,
-            "archives": list(recurrence.archive_ids),
-        }
+            "archives": archives[-MAX_ARCHIVES:],
+        },
     }
     return Draft(name, description, "\n".join(lines), metadata)
 
