@@ -36,6 +36,7 @@ from memhub.knowledge.skill.format import SkillDocument, content_hash, parse_ski
 from memhub.knowledge.skill.views import build_zip, detail, summary, versions_item
 from memhub.meta.caller import Caller
 from memhub.model.skills import (
+    BlobMissing,
     IdTaken,
     NameTaken,
     NewSkillVersion,
@@ -443,6 +444,8 @@ class SkillService:
             raise SkillVersionStale(expected_version, exc.current_version) from None
         except SkillMissing:
             raise SkillNotFound(f"no skill {head.skill_id}") from None
+        except BlobMissing as exc:  # a file kept from the head lost its bytes (purged meanwhile)
+            raise StorageNotFound(f"the bytes of file {exc.sha256} are missing from storage") from None
         self._purge_expired(service_id, head.skill_id)
         return {**summary(written), "changed": True}
 
