@@ -17,6 +17,8 @@ from memhub.knowledge.codegraph.remote import RemotePolicy
 from memhub.knowledge.codegraph.service import CodeGraphConfig
 from memhub.knowledge.service import ResourceConfig
 from memhub.knowledge.services import KnowledgeServices
+from memhub.knowledge.skill.mining.miner import MinerConfig, SkillMiner
+from memhub.knowledge.skill.mining.service import MiningService
 from memhub.knowledge.skill.service import SkillService
 from memhub.knowledge.wiki.kind import WIKI
 from memhub.knowledge.wiki.service import WikiConfig
@@ -31,7 +33,7 @@ from memhub.meta.quotas import Quotas
 from memhub.meta.services import MetaServices
 from memhub.pipeline.generation_access import GenerationAccess
 from memhub.pipeline.generation_log import GenerationLogService
-from memhub.pipeline.runner import PipelineRunner
+from memhub.pipeline.runner import JobHandler, PipelineRunner
 from memhub.pipeline.service import PipelineService
 from memhub.pipeline.stages import LLMPersona, LLMScenes, RulePersona, RuleScenes, Stages
 from memhub.pipeline.worker import PipelineWorker
@@ -115,9 +117,14 @@ def pipeline_worker(
     client: ChatClient | None,
     prompts: MemoryPromptService,
     generations: GenerationLogService,
+    skills: SkillService | None = None,
 ) -> PipelineWorker:
-    """The background worker that turns conversations into memories; not started yet."""
+    """The background worker that turns conversations into memories (and, given the skill service, archives of
+    agent work into skills); not started yet."""
     config = settings.pipeline_config()
+    handlers: dict[str, JobHandler] = {}
+    if skills is not None:
+        handlers["skill"] = SkillMiner(store, skills, client, MinerConfig(lease_ms=config.lease_ms))
     runner = PipelineRunner(
         store,
         memory,
@@ -125,6 +132,7 @@ def pipeline_worker(
         config,
         prompts=prompts,
         generations=generations,
+        handlers=handlers,
     )
     return PipelineWorker(store, runner, config)
 
@@ -201,6 +209,7 @@ class Hub:
     chat_memory: ChatMemoryService
     composer: ContextComposer
     skills: SkillService
+    skill_mining: MiningService  # agent work buffered and archived; the pipeline's `skill` jobs mine it
     knowledge_only: bool = False
 
     def start(self, *, pipeline: bool = True) -> None:
@@ -244,7 +253,8 @@ def build_hub(
     chat = chat_client(settings)
     pipeline_on = settings.pipeline_enabled and not knowledge_only
     prompts, generations = MemoryPromptService(store.prompts), GenerationLogService(store.prompts)
-    worker = pipeline_worker(settings, store, memory, chat, prompts, generations) if pipeline_on else None
+    skills = SkillService(store.skills, store.meta, settings.skill_config())
+    worker = pipeline_worker(settings, store, memory, chat, prompts, generations, skills) if pipeline_on else None
     generator = worker.runner.stages.generator if worker is not None else "none"
     knowledge = knowledge_services(settings, store, meta, chat)
     return Hub(
@@ -264,6 +274,7 @@ def build_hub(
         generation_access=GenerationAccess(store.meta),
         chat_memory=ChatMemoryService(store),
         composer=ContextComposer(knowledge, memory.conversation, meta.access, meta.config),
-        skills=SkillService(store.skills, store.meta, settings.skill_config()),
+        skills=skills,
+        skill_mining=MiningService(store.skills, on_archive=worker.nudge if worker is not None else None),
         knowledge_only=knowledge_only,
     )

@@ -118,9 +118,7 @@ class SkillMiner:
 
     def _mined(self, archive: Archive, signature: str) -> SkillVersion | None:
         """The agent's live skill or candidate the offline miner wrote for these steps, if any."""
-        flt = SkillFilter(
-            team_id=archive.team_id, owner_agent_ids=[archive.agent_id], statuses=("active", "candidate")
-        )
+        flt = SkillFilter(team_id=archive.team_id, owner_agent_ids=[archive.agent_id], statuses=("active", "candidate"))
         offset, page = 0, 200
         while True:
             heads, total = self.store.skills.list_heads(archive.service_id, flt, page, offset)

@@ -128,7 +128,9 @@ def review_prompt(transcript: str, existing: Sequence[Mapping[str, Any]], total:
             for s in existing
         ]
         more = f" ({total - len(existing)} more: use skill_list)" if total > len(existing) else ""
-        parts.append("The agent's skills now" + more + ":\n<existing-skills>\n" + "\n".join(lines) + "\n</existing-skills>")
+        parts.append(
+            "The agent's skills now" + more + ":\n<existing-skills>\n" + "\n".join(lines) + "\n</existing-skills>"
+        )
     else:
         parts.append("The agent has no skills yet.")
     parts.append(transcript)
@@ -217,5 +219,7 @@ class ReviewAgent:
         if not understood:
             # Nothing the model said could be read: try again later rather than record a review that never ran.
             raise LLMError(f"the review model gave no usable reply in {outcome.iterations} calls", retryable=True)
-        log.info("skill review: %d calls, %d tool calls, summary %r", outcome.iterations, len(outcome.calls), outcome.summary)
+        log.info(
+            "skill review: %d calls, %d tool calls, summary %r", outcome.iterations, len(outcome.calls), outcome.summary
+        )
         return outcome
