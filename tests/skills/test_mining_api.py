@@ -3,6 +3,8 @@ durability across a restart."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -255,3 +257,19 @@ def test_a_buffer_and_an_archive_survive_a_restart_and_the_job_runs_after_it(tmp
         assert [j.state for j in jobs(gw)] == ["done"]
     finally:
         gw.close()
+
+
+def test_concurrent_turns_of_one_session_lose_nothing_and_cut_one_archive(gateway: Gateway) -> None:
+    mining = gateway.client.app.state.hub.skill_mining  # type: ignore[attr-defined]
+    barrier = threading.Barrier(10)
+
+    def turn(i: int) -> str:
+        barrier.wait()
+        return mining.add(key(), [call(i)], None).status
+
+    with ThreadPoolExecutor(10) as pool:
+        statuses = list(pool.map(turn, range(10)))
+    assert sorted(statuses) == ["archived"] + ["ok"] * 9
+    (archive,) = archives(gateway)
+    assert sorted(m["tool_call_id"] for m in archive.messages) == sorted(f"c{i}" for i in range(10))
+    assert gateway.store.skills.buffer(key())[1].messages == 0
