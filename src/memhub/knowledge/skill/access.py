@@ -75,8 +75,8 @@ class SkillAccess:
         assert me is not None
         if ids.user_id is not None and ids.user_id != me:
             raise AccessDenied("user_id", "a user key acts only as its own user")
-        if not ids.team_id:
-            raise AccessDenied("team_id", "is required with a user key (a team this user is an active member of)")
+        if not ids.team_id:  # a user key always acts inside one of its teams
+            raise AccessDenied("team_id", "not a team this user is an active member of")
         team_id = ids.team_id
         if write and not ids.agent_id:
             raise AccessDenied("agent_id", "is required with a user key to write (the skill's owner agent)")
