@@ -370,6 +370,9 @@ SKILL = [
     "skill/files/read",
     "skill/export",
     "skill/publish",
+    "skill/extract",
+    "skill/conversation/add",
+    "skill/conversation/force-archive",
 ]
 GET_TOO = {
     "/v3/memory-prompt/get",

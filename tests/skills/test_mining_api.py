@@ -232,9 +232,14 @@ def test_a_user_key_buffers_only_as_its_own_user_through_an_agent_it_may_use(gat
     assert "user_id" in envelope["message"]
     envelope = org.fails(alice, FORCE, {**mine, "agent_id": "not-an-agent"}, 403)
     assert "agent_id" in envelope["message"]
+    dave = org.user("dave")  # not a member of alice's team
+    for path in (ADD, FORCE, EXTRACT):
+        envelope = org.fails(dave, path, {**mine, "user_id": dave.user_id}, 403)
+        assert envelope["message"] == "team_id: not a team this user is an active member of"
     own = SessionKey(SERVICE, team, agent, alice.user_id, "s1")
     assert gateway.store.skills.buffer(own)[1].messages == 1
     assert gateway.store.skills.buffer(SessionKey(SERVICE, team, agent, "someone-else", "s1"))[1].messages == 0
+    assert archives(gateway) == [] and jobs(gateway) == []
 
 
 def test_a_buffer_and_an_archive_survive_a_restart_and_the_job_runs_after_it(tmp_path: Path) -> None:
