@@ -372,6 +372,9 @@ SKILL = [
     "skill/publish",
     "skill/search",
     "skill/listing",
+    "skill/extract",
+    "skill/conversation/add",
+    "skill/conversation/force-archive",
 ]
 GET_TOO = {
     "/v3/memory-prompt/get",
