@@ -297,13 +297,13 @@ class _SkillCalls(Generic[ResultT]):
         self,
         skill_id: str,
         *,
-        expected_version: int | None = None,
+        expected_version: int,
         team_id: str | None = None,
         agent_id: str | None = None,
         user_id: str | None = None,
         task_id: str | None = None,
     ) -> ResultT:
-        """`POST /v3/skill/publish` (memhub): make a mined `candidate` skill active; mining never does that itself."""
+        """`POST /v3/skill/publish` (memhub): a mined `candidate` becomes active (mining never does that itself)."""
         body = self._body(team_id, agent_id, user_id, task_id, skill_id=skill_id, expected_version=expected_version)
         return self._post("publish", body)
 
