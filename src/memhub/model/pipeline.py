@@ -9,13 +9,15 @@ from typing import Any, Literal, Protocol
 from memhub.model.records import MessageRecord, NewAtomic
 from memhub.scope import MemoryScope, ProfileScope
 
-JobKind = Literal["l1", "l2", "l3"]
+# `skill`: mine one archive of agent work for skills (target: the archive id).
+JobKind = Literal["l1", "l2", "l3", "skill"]
 JobState = Literal["pending", "running", "done", "dead"]
 
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One unit of pipeline work on one target (a session for L1, one user's profile for L2/L3)."""
+    """One unit of pipeline work on one target (a session for L1, one user's profile for L2/L3, an archive
+    of agent work for `skill`)."""
 
     seq: int
     service_id: str

@@ -144,7 +144,7 @@ class ClearedMemory:
     jobs_cancelled: int  # open pipeline jobs of the (team, agent) that were settled unrun
 
 
-EmbeddingKind = Literal["l0", "l1"]
+EmbeddingKind = Literal["l0", "l1", "skill"]  # skill: a head version, by its skill_versions rowid
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,6 +113,14 @@ class IdTaken(SkillStoreError):
     """The new skill id is already in use (any version, any status)."""
 
 
+class BlobMissing(SkillStoreError):
+    """A manifest entry names a file whose bytes are neither in the write nor stored for the tenant."""
+
+    def __init__(self, sha256: str) -> None:
+        super().__init__(f"no bytes for file {sha256}")
+        self.sha256 = sha256
+
+
 # -- mining: turns buffered per session, cut into archives --------------------------------------------------
 
 

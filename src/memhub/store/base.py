@@ -27,6 +27,7 @@ from memhub.scope import MemoryScope, ProfileScope
 from memhub.store.meta import MetaStore
 from memhub.store.pipeline import PipelineStore
 from memhub.store.prompts import PromptStore
+from memhub.store.skills import SkillStore
 
 
 class MemoryStore(ABC):
@@ -226,6 +227,11 @@ class MemoryStore(ABC):
     @abstractmethod
     def prompts(self) -> PromptStore:
         """Custom memory prompts, their settings and setting log, and the memory generation log."""
+
+    @property
+    @abstractmethod
+    def skills(self) -> SkillStore:
+        """Versioned skills with their files by content hash, their search channels, and the mining buffers."""
 
     # -- lifecycle ---------------------------------------------------------------------------
     @abstractmethod

@@ -83,6 +83,18 @@ def note_session_activity(
     )
 
 
+def insert_job(
+    con: sqlite3.Connection, service_id: str, kind: JobKind | str, target: str, scope: dict[str, str], at_ms: int
+) -> int | None:
+    """Open a job in the caller's transaction; its seq, or None when one is already open for the target."""
+    cur = con.execute(
+        "INSERT OR IGNORE INTO pipeline_jobs (service_id, kind, target, scope_json, state, run_after_ms, "
+        "created_ms, updated_ms) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)",
+        (service_id, kind, target, json.dumps(scope, sort_keys=True), at_ms, at_ms, at_ms),
+    )
+    return cur.lastrowid if cur.rowcount > 0 else None
+
+
 def _job(row: sqlite3.Row) -> Job:
     return Job(
         seq=row["seq"],
@@ -168,12 +180,7 @@ class SQLitePipelineStore(PipelineStore):
     def _insert_job(
         self, con: sqlite3.Connection, service_id: str, kind: str, target: str, scope: dict[str, str], at_ms: int
     ) -> bool:
-        cur = con.execute(
-            "INSERT OR IGNORE INTO pipeline_jobs (service_id, kind, target, scope_json, state, run_after_ms, "
-            "created_ms, updated_ms) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)",
-            (service_id, kind, target, json.dumps(scope, sort_keys=True), at_ms, at_ms, at_ms),
-        )
-        return cur.rowcount > 0
+        return insert_job(con, service_id, kind, target, scope, at_ms) is not None
 
     def enqueue(self, service_id: str, kind: JobKind, target: str, scope: dict[str, str], run_after_ms: int) -> bool:
         with self.store._write() as con:

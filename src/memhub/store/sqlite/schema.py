@@ -11,6 +11,7 @@ from memhub.store.sqlite.knowledge_schema import create_knowledge_tables
 from memhub.store.sqlite.meta_schema import create_meta_tables
 from memhub.store.sqlite.pipeline_schema import add_prompt_owners, create_pipeline_tables
 from memhub.store.sqlite.profile_schema import per_user_profiles
+from memhub.store.sqlite.skills_schema import create_skill_tables
 
 Migration = str | Callable[[sqlite3.Connection], None]
 
@@ -178,4 +179,5 @@ MIGRATIONS: list[Migration] = [
     per_user_profiles,
     # v12: where a session stood when its L1 job was dead-lettered; no new job until a message comes after it.
     "ALTER TABLE pipeline_sessions ADD COLUMN l1_dead_rowid INTEGER",
+    create_skill_tables,
 ]

@@ -35,6 +35,7 @@ from memhub.store.base import MemoryStore
 from memhub.store.meta import MetaStore
 from memhub.store.pipeline import PipelineStore
 from memhub.store.prompts import PromptStore
+from memhub.store.skills import SkillStore
 from memhub.store.sqlite.atomic import AtomicTables
 from memhub.store.sqlite.clear import ClearTables
 from memhub.store.sqlite.context import (
@@ -50,6 +51,7 @@ from memhub.store.sqlite.meta import SQLiteMetaStore
 from memhub.store.sqlite.pipeline import SQLitePipelineStore, note_session_activity
 from memhub.store.sqlite.prompts import SQLitePromptStore
 from memhub.store.sqlite.schema import MIGRATIONS
+from memhub.store.sqlite.skills import SQLiteSkillStore
 from memhub.store.sqlite.util import chunks, drop_rows, json_or_none
 from memhub.store.sqlite.vectors import ScopeVectors
 from memhub.timeutil import now_ms
@@ -92,11 +94,13 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
         self._vectors = {
             "l0": ScopeVectors("l0", "l0_vectors", "l0_messages", exact_limit=exact_vector_limit),
             "l1": ScopeVectors("l1", "l1_vectors", "l1_atomic", exact_limit=exact_vector_limit),
+            "skill": ScopeVectors("skill", "skill_vectors", "skill_versions", exact_limit=exact_vector_limit),
         }
         self._migrate()
         self._meta = SQLiteMetaStore(self._reader, self._write)
         self._pipeline = SQLitePipelineStore(self)
         self._prompts = SQLitePromptStore(self)
+        self._skills = SQLiteSkillStore(self)
         self._model = self.embedding_model()
         self._set_dim(self._model.dim if self._model else 0)
 
@@ -180,6 +184,10 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
     @property
     def prompts(self) -> PromptStore:
         return self._prompts
+
+    @property
+    def skills(self) -> SkillStore:
+        return self._skills
 
     def close(self) -> None:
         for vectors in self._vectors.values():
@@ -420,11 +428,16 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
         with self._write() as con:
             con.execute("DELETE FROM l0_vectors")
             con.execute("DELETE FROM l1_vectors")
+            con.execute("DELETE FROM skill_vectors")
             con.execute("DELETE FROM embedding_queue")
             # Epochs keep counting up, so another process's cached indexes are seen to be stale.
             con.execute("UPDATE vector_epochs SET epoch = epoch + 1")
             con.execute("INSERT INTO embedding_queue (kind, ref) SELECT 'l0', rowid FROM l0_messages ORDER BY rowid")
             con.execute("INSERT INTO embedding_queue (kind, ref) SELECT 'l1', rowid FROM l1_atomic ORDER BY rowid")
+            con.execute(
+                "INSERT INTO embedding_queue (kind, ref) SELECT 'skill', rowid FROM skill_versions WHERE is_head = 1 "
+                "ORDER BY rowid"
+            )
             value = json.dumps({"model_id": model.model_id, "dim": model.dim})
             con.execute(
                 "INSERT INTO instance_settings (name, value) VALUES (?, ?) "
@@ -451,6 +464,10 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
 
     @staticmethod
     def _embedding_text(con: sqlite3.Connection, kind: str, ref: int) -> str | None:
+        if kind == "skill":
+            # A skill is chosen by what it is for: its name and description, not its whole body.
+            row = con.execute("SELECT name, description FROM skill_versions WHERE rowid = ?", (ref,)).fetchone()
+            return None if row is None else f"{row[0]}\n{row[1]}"
         if kind == "l1":
             row = con.execute("SELECT content FROM l1_atomic WHERE rowid = ?", (ref,)).fetchone()
             return None if row is None else row[0]
@@ -475,7 +492,7 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
                 # Only the queue entry the task was read from counts: a newer one means newer text.
                 if con.execute("DELETE FROM embedding_queue WHERE seq = ?", (task.seq,)).rowcount != 1:
                     continue
-                table = "l0_messages" if task.kind == "l0" else "l1_atomic"
+                table = self._vectors[task.kind].content_table
                 row = con.execute(f"SELECT scope_key FROM {table} WHERE rowid = ?", (task.ref,)).fetchone()
                 if row is None:
                     continue
