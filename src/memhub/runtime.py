@@ -17,6 +17,7 @@ from memhub.knowledge.codegraph.remote import RemotePolicy
 from memhub.knowledge.codegraph.service import CodeGraphConfig
 from memhub.knowledge.service import ResourceConfig
 from memhub.knowledge.services import KnowledgeServices
+from memhub.knowledge.skill.service import SkillService
 from memhub.knowledge.wiki.kind import WIKI
 from memhub.knowledge.wiki.service import WikiConfig
 from memhub.llm.client import ChatClient
@@ -199,6 +200,7 @@ class Hub:
     generation_access: GenerationAccess
     chat_memory: ChatMemoryService
     composer: ContextComposer
+    skills: SkillService
     knowledge_only: bool = False
 
     def start(self, *, pipeline: bool = True) -> None:
@@ -262,5 +264,6 @@ def build_hub(
         generation_access=GenerationAccess(store.meta),
         chat_memory=ChatMemoryService(store),
         composer=ContextComposer(knowledge, memory.conversation, meta.access, meta.config),
+        skills=SkillService(store.skills, store.meta, settings.skill_config()),
         knowledge_only=knowledge_only,
     )

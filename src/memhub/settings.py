@@ -9,6 +9,7 @@ from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from memhub.knowledge.codegraph.remote import allowlist_entry
+from memhub.knowledge.skill.config import SkillConfig
 from memhub.llm.client import LLMConfig
 from memhub.meta.origins import KnowledgeOrigins, origin_of, parse_allowlist_entry
 from memhub.pipeline.config import PipelineConfig
@@ -188,6 +189,24 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias=_names("MEMHUB_CODE_GRAPH_HOST_ALLOWLIST")
     )
 
+    # Skills: non-head versions older than this many days are unreadable (41002) and purged; 0 keeps them.
+    skill_version_ttl_days: float = Field(0, ge=0, le=36_500, validation_alias=_names("MEMHUB_SKILL_VERSION_TTL_DAYS"))
+    skill_max_resource_bytes: int = Field(
+        5_000_000, ge=1, le=1_000_000_000, validation_alias=_names("MEMHUB_SKILL_MAX_RESOURCE_BYTES")
+    )
+    skill_max_total_bytes: int = Field(
+        50_000_000, ge=1, le=10_000_000_000, validation_alias=_names("MEMHUB_SKILL_MAX_TOTAL_BYTES")
+    )
+    # The skill routes that carry files (create, files/write) take bodies up to this size: one 5 MB file
+    # sent as base64 is 6.7 MB, more than the data plane's 1 MiB.
+    skill_max_body_bytes: int = Field(
+        8 * 1024 * 1024, ge=1024, le=1_000_000_000, validation_alias=_names("MEMHUB_SKILL_MAX_BODY_BYTES")
+    )
+    skill_search_mode: Literal["bm25", "embedding", "hybrid"] = Field(
+        "bm25", validation_alias=_names("MEMHUB_SKILL_SEARCH_MODE")
+    )
+    skill_search_top_k: int = Field(20, ge=1, le=50, validation_alias=_names("MEMHUB_SKILL_SEARCH_TOP_K"))
+
     @field_validator(
         "cors_origins",
         "wiki_source_roots",
@@ -309,6 +328,17 @@ class Settings(BaseSettings):
             max_attempts=self.pipeline_max_attempts,
             poll_ms=self.pipeline_poll_ms,
             lease_ms=int(self.pipeline_lease_seconds * 1000),
+        )
+
+    def skill_config(self) -> SkillConfig:
+        """The skill service's limits and defaults."""
+        return SkillConfig(
+            max_resource_bytes=self.skill_max_resource_bytes,
+            max_skill_total_bytes=self.skill_max_total_bytes,
+            max_export_bytes=self.skill_max_total_bytes,
+            version_ttl_days=self.skill_version_ttl_days,
+            search_mode=self.skill_search_mode,
+            search_top_k=self.skill_search_top_k,
         )
 
     def embedding_config(self, *, for_queries: bool = False) -> EmbeddingConfig:

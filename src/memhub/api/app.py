@@ -29,6 +29,7 @@ from memhub.api.routes import (
     pipeline,
     profile,
     recall,
+    skill,
 )
 from memhub.api.routes.health import health_payload
 from memhub.api.routes.knowledge_kinds import knowledge_routes
@@ -136,9 +137,20 @@ def create_app(hub: Hub, gateway_key: GatewayKey | None, *, run_pipeline: bool =
         # Data-plane authentication without isolation fields (the ids name the scope): a GuardedRoute, guard DATA.
         chat_memory_routes = chat_memory.routes(hub.chat_memory)
         management.mount(app, "/v3/chat-memory", chat_memory_routes, tag="v3")
+        # Skills: data-plane authentication, ids from the body, business errors as HTTP 200 (the original's).
+        skill_routes = skill.routes(hub.skills, files_body_bytes=settings.skill_max_body_bytes)
+        management.mount(app, "/v3/skill", skill_routes, tag="skill")
         models += [
             r.model
-            for r in (*DATA_ROUTES, *v3_only, *META_ROUTES, *INTERNAL_ROUTES, *context_routes, *chat_memory_routes)
+            for r in (
+                *DATA_ROUTES,
+                *v3_only,
+                *META_ROUTES,
+                *INTERNAL_ROUTES,
+                *context_routes,
+                *chat_memory_routes,
+                *skill_routes,
+            )
         ]
 
     def openapi_document() -> dict[str, Any]:

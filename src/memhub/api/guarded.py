@@ -27,6 +27,7 @@ from memhub.api.envelope import ok, request_id_of
 from memhub.api.meta_schemas import MetaBody
 from memhub.api.openapi import post_operation
 from memhub.api.validation import parse_model
+from memhub.errors import BadRequest
 from memhub.knowledge.services import KnowledgeServices
 from memhub.meta.caller import Caller
 from memhub.meta.services import MetaServices
@@ -77,6 +78,8 @@ class GuardedRoute:
     summary: str = ""
     max_body_bytes: int | None = None  # None: the plane's limit
     statuses: tuple[int, ...] = (200,)  # the success statuses it answers (201 created, 202 accepted)
+    # A body that breaks the model answers this envelope code instead of 400 (the skill routes' 40001, HTTP 200).
+    invalid_code: int | None = None
 
 
 def _adopt_inbound_request_id(request: Request) -> None:
@@ -86,6 +89,15 @@ def _adopt_inbound_request_id(request: Request) -> None:
         if value and _INBOUND_ID.match(value):
             request.state.request_id = value
             return
+
+
+def _parse(route: GuardedRoute, raw: dict[str, Any]) -> Any:
+    try:
+        return parse_model(route.model, raw)
+    except BadRequest as exc:
+        if route.invalid_code is not None:
+            exc.code = route.invalid_code
+        raise
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +129,7 @@ class GuardedPlane:
                 _adopt_inbound_request_id(request)
             caller = await self._caller(route, request)
             raw = await read_json_object(request, route.max_body_bytes or self.max_body_bytes, self.body_read_timeout)
-            body = parse_model(route.model, raw)
+            body = _parse(route, raw)
             data = await run_in_threadpool(route.handler, GuardedCall(request, caller, self.meta, self.knowledge), body)
             if isinstance(data, Reply):
                 return ok(request, data.data, status=data.status)
@@ -135,6 +147,7 @@ class GuardedPlane:
                 security=self._security(route.guard),
                 statuses=route.statuses,
                 service_required=route.guard is not Guard.GATEWAY,  # instance bootstrap may name it in the body
+                business_errors=route.invalid_code is not None,
             )
             mount_post(app, f"{prefix}/{route.path}", endpoint, openapi, tag, route.summary, status=route.statuses[0])
 

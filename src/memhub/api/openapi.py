@@ -82,28 +82,45 @@ def _service_header(required: bool) -> dict[str, Any]:
     }
 
 
-def _responses(statuses: Iterable[int]) -> dict[str, Any]:
-    success = {"$ref": "#/components/schemas/Envelope"}
+BUSINESS_ERRORS_TEXT = (
+    "OK, or a business error: a five-digit `code` (e.g. 40001 a field breaks a rule, 40901 a stale version) "
+    "answered with HTTP 200, as the original does"
+)
+
+
+def _responses(statuses: Iterable[int], business_errors: bool = False) -> dict[str, Any]:
+    success: dict[str, Any] = {"$ref": "#/components/schemas/Envelope"}
     error = {"$ref": "#/components/schemas/ErrorEnvelope"}
     out: dict[str, Any] = {
         str(s): {"description": SUCCESS_TEXT[s], "content": {"application/json": {"schema": success}}} for s in statuses
     }
+    if business_errors:
+        out["200"] = {
+            "description": BUSINESS_ERRORS_TEXT,
+            "content": {"application/json": {"schema": {"anyOf": [success, error]}}},
+        }
     for status, text in ERRORS.items():
         out[str(status)] = {"description": text, "content": {"application/json": {"schema": error}}}
     return out
 
 
 def post_operation(
-    model: type[BaseModel], *, security: str, statuses: Sequence[int] = (200,), service_required: bool = True
+    model: type[BaseModel],
+    *,
+    security: str,
+    statuses: Sequence[int] = (200,),
+    service_required: bool = True,
+    business_errors: bool = False,
 ) -> dict[str, Any]:
-    """The OpenAPI fields of a POST route whose JSON body is `model`."""
+    """The OpenAPI fields of a POST route whose JSON body is `model` (`business_errors`: HTTP 200 may carry
+    an error envelope with a five-digit code)."""
     return {
         "requestBody": {
             "required": True,
             "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}},
         },
         "parameters": [_service_header(service_required)],
-        "responses": _responses(statuses),
+        "responses": _responses(statuses, business_errors),
         "security": SECURITY[security],
     }
 

@@ -1,0 +1,147 @@
+"""Who may read and write which skill.
+
+The gateway key (and a system admin) acts for the tenant, as in the original: the body's ids narrow what it
+touches (a `team_id` makes a skill of another team not found; an `agent_id` on a write must be the skill's
+owner agent, else SKILL_NOT_OWNER).
+
+A user key acts only as its own user, inside a team it is an active member of (`team_id` is required), and
+through an agent of that team it may use. It reads the skills whose asset it may read (the asset permission
+algorithm with ACLs; the asset's owner always) and writes through the skill's owner agent only. Refusals of
+the key's ids are 403 naming the field, as on the data plane; a skill the key may not read is not found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from memhub.knowledge.skill.errors import SkillNotFound, SkillNotOwner, SkillTeamMismatch
+from memhub.meta.access import AccessDenied
+from memhub.meta.agents import agent_visible
+from memhub.meta.caller import Caller
+from memhub.meta.guards import membership
+from memhub.meta.permissions import check_permission
+from memhub.model.meta import MetaKind, Row
+from memhub.model.skills import SkillVersion
+from memhub.store.meta import MetaReader, MetaStore
+
+SKILL_ASSET = "skill"
+
+
+@dataclass(frozen=True, slots=True)
+class SkillIds:
+    """The ids a skill request carries in its body (the skill routes read no isolation headers)."""
+
+    team_id: str | None = None
+    agent_id: str | None = None
+    user_id: str | None = None
+    task_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """A caller and the ids it acts under, after authorization."""
+
+    caller: Caller
+    ids: SkillIds
+
+    @property
+    def limited(self) -> bool:
+        """True for a user key that is no system admin: it sees only skills it may read."""
+        return not self.caller.is_instance_admin
+
+
+def _readable(r: MetaReader, asset: Row | None, user_id: str, agent_id: str | None) -> bool:
+    if asset is None or asset["asset_type"] != SKILL_ASSET:
+        return False
+    if asset["owner_user_id"] == user_id:
+        return True
+    acls = r.find(MetaKind.ACL, {"asset_id": asset["asset_id"]})
+    member = membership(r, asset["team_id"], user_id)
+    return check_permission(asset, user_id, member, acls, "read", agent_id).allowed
+
+
+@dataclass(frozen=True, slots=True)
+class SkillAccess:
+    """Authorization of skill requests against the meta store."""
+
+    store: MetaStore
+
+    def actor(self, caller: Caller, ids: SkillIds, *, write: bool = False) -> Actor:
+        """The ids to act under, or AccessDenied (403) naming the field a user key may not use."""
+        if caller.is_instance_admin:
+            return Actor(caller, ids)
+        me = caller.user_id
+        assert me is not None
+        if ids.user_id is not None and ids.user_id != me:
+            raise AccessDenied("user_id", "a user key acts only as its own user")
+        if not ids.team_id:  # a user key always acts inside one of its teams
+            raise AccessDenied("team_id", "not a team this user is an active member of")
+        team_id = ids.team_id
+        if write and not ids.agent_id:
+            raise AccessDenied("agent_id", "is required with a user key to write (the skill's owner agent)")
+        with self.store.reading(caller.service_id) as r:
+            if membership(r, team_id, me) is None:
+                raise AccessDenied("team_id", "not a team this user is an active member of")
+            if ids.agent_id:
+                agent = r.get(MetaKind.AGENT, ids.agent_id)
+                if agent is None or agent["team_id"] != team_id:
+                    raise AccessDenied("agent_id", f"not an agent of team {team_id}")
+                if not agent_visible(r, agent, me):
+                    raise AccessDenied("agent_id", "not an agent this user may use")
+            if ids.task_id:
+                task = r.get(MetaKind.TASK, ids.task_id)
+                if task is None or task["team_id"] != team_id:
+                    raise AccessDenied("task_id", f"not a task of team {team_id}")
+        return Actor(caller, replace(ids, user_id=me))
+
+    def may_read(self, actor: Actor, skill: SkillVersion) -> bool:
+        """Whether the actor may see this skill (any of its versions)."""
+        if actor.ids.team_id and skill.team_id != actor.ids.team_id:
+            return False
+        if not actor.limited:
+            return True
+        assert actor.caller.user_id is not None
+        with self.store.reading(actor.caller.service_id) as r:
+            asset = r.get(MetaKind.ASSET, skill.skill_id)
+            return _readable(r, asset, actor.caller.user_id, actor.ids.agent_id)
+
+    def check_read(self, actor: Actor, skill: SkillVersion | None, skill_id: str) -> SkillVersion:
+        """The skill, or SkillNotFound: one the actor may not see does not exist for it."""
+        if skill is None or not self.may_read(actor, skill):
+            raise SkillNotFound(f"no skill {skill_id}")
+        return skill
+
+    def check_write(self, actor: Actor, head: SkillVersion | None, skill_id: str) -> SkillVersion:
+        """The head the actor may change: found for it, and owned by the request's agent when one is named."""
+        if head is None or (actor.ids.team_id and head.team_id != actor.ids.team_id):
+            raise SkillNotFound(f"no skill {skill_id}")
+        if actor.ids.agent_id and head.owner_agent_id != actor.ids.agent_id:
+            if actor.limited and not self.may_read(actor, head):
+                raise SkillNotFound(f"no skill {skill_id}")
+            raise SkillNotOwner(f"agent {actor.ids.agent_id} is not the owner (owner={head.owner_agent_id})")
+        return head
+
+    def readable_ids(self, actor: Actor) -> Sequence[str] | None:
+        """The skill ids a limited actor may read in its team (for listings); None: no restriction."""
+        if not actor.limited:
+            return None
+        user_id, team_id = actor.caller.user_id, actor.ids.team_id
+        assert user_id is not None and team_id is not None
+        with self.store.reading(actor.caller.service_id) as r:
+            assets = r.find(MetaKind.ASSET, {"team_id": team_id, "asset_type": SKILL_ASSET})
+            return sorted(a["asset_id"] for a in assets if _readable(r, a, user_id, actor.ids.agent_id))
+
+    def owner_agent(self, actor: Actor) -> Row | None:
+        """The meta agent a new skill of this request is bound to: `agent_id` in `team_id`, when it exists.
+
+        An agent of another team than the request's is SKILL_TEAM_MISMATCH (a user key was refused earlier).
+        """
+        team_id, agent_id = actor.ids.team_id, actor.ids.agent_id
+        if not (team_id and agent_id):
+            return None
+        with self.store.reading(actor.caller.service_id) as r:
+            agent = r.get(MetaKind.AGENT, agent_id)
+        if agent is not None and agent["team_id"] != team_id:
+            raise SkillTeamMismatch(f"agent {agent_id} belongs to team {agent['team_id']}, not {team_id}")
+        return agent
