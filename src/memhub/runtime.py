@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memhub.context import ContextComposer
+from memhub.context import ContextComposer, FinderSkills
 from memhub.knowledge.build_queue import QueueLimits
 from memhub.knowledge.codegraph.kind import CODE_GRAPH
 from memhub.knowledge.codegraph.remote import RemotePolicy
 from memhub.knowledge.codegraph.service import CodeGraphConfig
 from memhub.knowledge.service import ResourceConfig
 from memhub.knowledge.services import KnowledgeServices
+from memhub.knowledge.skill.finder import SkillFinder
+from memhub.knowledge.skill.kind import SKILL
 from memhub.knowledge.skill.service import SkillService
 from memhub.knowledge.wiki.kind import WIKI
 from memhub.knowledge.wiki.service import WikiConfig
@@ -161,13 +163,18 @@ def knowledge_configs(settings: Settings, client: ChatClient | None = None) -> d
 
 
 def knowledge_services(
-    settings: Settings, store: MemoryStore, meta: MetaServices, client: ChatClient | None = None
+    settings: Settings,
+    store: MemoryStore,
+    meta: MetaServices,
+    skills: SkillService,
+    client: ChatClient | None = None,
 ) -> KnowledgeServices:
-    """Every registered knowledge kind's service, tool dispatch and the `<knowledge_tools>` offer, from settings."""
+    """Every registered knowledge kind's service, tool dispatch and the `<knowledge_tools>` offer, from settings;
+    the skill kind's tools read through the skill service."""
     return KnowledgeServices.over(
         store.meta,
         meta.config,
-        knowledge_configs(settings, client),
+        {**knowledge_configs(settings, client), SKILL.name: skills},
         public_url=settings.knowledge_url(),
         language=settings.knowledge_language,
         open_tools=settings.knowledge_tools_auth == "open",
@@ -199,8 +206,9 @@ class Hub:
     generations: GenerationLogService
     generation_access: GenerationAccess
     chat_memory: ChatMemoryService
-    composer: ContextComposer
     skills: SkillService
+    skill_finder: SkillFinder  # skill search, the <available_skills> listing and the composer's skill notes
+    composer: ContextComposer
     knowledge_only: bool = False
 
     def start(self, *, pipeline: bool = True) -> None:
@@ -246,7 +254,9 @@ def build_hub(
     prompts, generations = MemoryPromptService(store.prompts), GenerationLogService(store.prompts)
     worker = pipeline_worker(settings, store, memory, chat, prompts, generations) if pipeline_on else None
     generator = worker.runner.stages.generator if worker is not None else "none"
-    knowledge = knowledge_services(settings, store, meta, chat)
+    skills = SkillService(store.skills, store.meta, settings.skill_config())
+    skill_finder = SkillFinder(skills, embedding)
+    knowledge = knowledge_services(settings, store, meta, skills, chat)
     return Hub(
         settings=settings,
         store=store,
@@ -263,7 +273,10 @@ def build_hub(
         generations=generations,
         generation_access=GenerationAccess(store.meta),
         chat_memory=ChatMemoryService(store),
-        composer=ContextComposer(knowledge, memory.conversation, meta.access, meta.config),
-        skills=SkillService(store.skills, store.meta, settings.skill_config()),
+        skills=skills,
+        skill_finder=skill_finder,
+        composer=ContextComposer(
+            knowledge, memory.conversation, meta.access, meta.config, skills=FinderSkills(skill_finder)
+        ),
         knowledge_only=knowledge_only,
     )

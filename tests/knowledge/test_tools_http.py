@@ -33,7 +33,10 @@ from tests.meta.org import Org
 
 TEAM = "team-1"
 NOT_FOUND = "knowledge resource not found"
-BAD_FORMAT = "knowledge_id: invalid knowledge_id format (expected wiki-… or cg-… and 8 of [0-9a-z])"
+BAD_FORMAT = (
+    "knowledge_id: invalid knowledge_id format (expected wiki-… or cg-… and 8 of [0-9a-z], "
+    "or skl-… and 12 of [0-9A-Za-z])"
+)
 DETAIL_KEYS = {
     "wiki_id",
     "team_id",

@@ -30,6 +30,7 @@ from memhub.api.routes import (
     profile,
     recall,
     skill,
+    skill_search,
 )
 from memhub.api.routes.health import health_payload
 from memhub.api.routes.knowledge_kinds import knowledge_routes
@@ -139,6 +140,7 @@ def create_app(hub: Hub, gateway_key: GatewayKey | None, *, run_pipeline: bool =
         management.mount(app, "/v3/chat-memory", chat_memory_routes, tag="v3")
         # Skills: data-plane authentication, ids from the body, business errors as HTTP 200 (the original's).
         skill_routes = skill.routes(hub.skills, files_body_bytes=settings.skill_max_body_bytes)
+        skill_routes += skill_search.routes(hub.skill_finder)
         management.mount(app, "/v3/skill", skill_routes, tag="skill")
         models += [
             r.model

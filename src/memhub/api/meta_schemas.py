@@ -15,13 +15,13 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from memhub.api.json_rules import JSON_TEXT, given, one_of_given
 from memhub.api.schemas import INT64_MAX, IsoInstant
 from memhub.ids import NO_CONTROL_PATTERN
-from memhub.knowledge.kinds import KIND_NAMES
+from memhub.knowledge.kinds import REGISTRY_TYPES
 from memhub.meta.origins import origin_of
 from memhub.meta.paging import DEFAULT_LIMIT, MAX_LIMIT, Page
 
 AssetType = Literal["skill", "llm_wiki", "code_graph", "chat_memory"]
-# A registry entry names one of the registered knowledge kinds.
-KnowledgeType = Literal[KIND_NAMES]  # type: ignore[valid-type]
+# A registry entry names one of the knowledge kinds the registry holds (skills are not among them).
+KnowledgeType = Literal[REGISTRY_TYPES]  # type: ignore[valid-type]
 Visibility = Literal["private", "team", "restricted", "agent", "task"]
 AssetStatus = Literal["draft", "candidate", "approved", "deprecated", "archived", "failed"]
 InjectionMode = Literal["direct", "summary", "tool", "reference"]

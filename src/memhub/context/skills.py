@@ -1,9 +1,11 @@
-"""【Skill notes related to this workspace】: where workspace skills plug into the composer.
+"""【Skill notes related to this workspace】: the team's skills that match a turn, in the composer's skills section.
 
-memhub has no skills service yet (a `memhub.skills` package is planned), so the composer asks a `SkillSource`
-for the notes that match a turn and the default source has none. When the skills service lands it implements
-`SkillSource.notes` (skills of the team, matched to the question, the agent's own first) and is handed to
-`ContextComposer(skills=...)` in the app wiring; nothing else changes. No skill store is invented here.
+The composer asks a `SkillSource` for the notes of a turn. `FinderSkills` answers from the skill finder
+(memhub.knowledge.skill.finder): the team's skills the caller may read, ranked for the question, the agent's own
+(owned or bound) first; each note is the skill's description and the beginning of its instructions, so the agent
+knows when the skill applies and can read the rest with `skill_view`. A caller the skill rules refuse (a user key
+through an agent it may not use) gets no notes rather than a failed turn. `NoSkills` is the source of a composer
+built without skills (tests of the other sections).
 """
 
 from __future__ import annotations
@@ -14,8 +16,13 @@ from typing import Protocol
 
 from memhub.context.model import Rendered, SourceRef
 from memhub.formats.fence import escape_tags, neutralise
+from memhub.knowledge.skill.finder import SkillFinder
 from memhub.knowledge.wiki.passages import TRUNCATION_MARKER as TRUNCATED
+from memhub.meta.access import AccessDenied
 from memhub.meta.caller import Caller
+
+# How many skills one turn's notes name at most (the section's cap decides how much of them fits).
+NOTES_PER_TURN = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,11 +43,27 @@ class SkillSource(Protocol):
 
 
 class NoSkills:
-    """The source until memhub has a skills service: no notes, so the section is left out."""
+    """A source without skills: no notes, so the section is left out."""
 
     def notes(self, caller: Caller, team_id: str, agent_id: str | None, question: str) -> Sequence[SkillNote]:
         """None."""
         return ()
+
+
+@dataclass(frozen=True, slots=True)
+class FinderSkills:
+    """The team's skills matched to the question through the skill finder."""
+
+    finder: SkillFinder
+    limit: int = NOTES_PER_TURN
+
+    def notes(self, caller: Caller, team_id: str, agent_id: str | None, question: str) -> Sequence[SkillNote]:
+        """The best matching skills the caller may read, the agent's own first."""
+        try:
+            found = self.finder.notes(caller, team_id, agent_id, question, self.limit)
+        except AccessDenied:
+            return ()
+        return [SkillNote(n.skill_id, n.name, n.text) for n in found]
 
 
 def render_notes(notes: Sequence[SkillNote], cap: int) -> Rendered:

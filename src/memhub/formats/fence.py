@@ -28,7 +28,8 @@ COMPOSER_TAGS = (
     "conversation-excerpt",
     "system-knowledge",
 )
-# The agent kit's blocks (the original's list), the knowledge-tools block and the profile injector's blocks.
+# The agent kit's blocks (the original's list), the knowledge-tools and skill-listing blocks and the profile
+# injector's blocks.
 MEMORY_TAGS = (
     "relevant-memories",
     "user-persona",
@@ -36,6 +37,7 @@ MEMORY_TAGS = (
     "relevant-scenes",
     "memory-tools-guide",
     "knowledge_tools",
+    "available_skills",
     "knowledge",
     "tdai_profile_memory",
     "l3_core_memory",

@@ -1,5 +1,9 @@
 """The registered kinds of knowledge resource, in the order every listing uses (tools/list types, routes,
-asset types). A new kind adds its `ResourceKind` here and its service class in memhub.knowledge.services."""
+asset types). A new kind adds its `ResourceKind` here and its service class in memhub.knowledge.services.
+
+`KINDS` is every kind `/v3/tools/*` dispatches to; `REGISTRY_KINDS` the ones the /v3/knowledge registry holds
+(a `knowledge/create` type, offered in `<knowledge_tools>`, managed by the shared knowledge routes).
+"""
 
 from __future__ import annotations
 
@@ -8,18 +12,30 @@ import re
 from memhub.errors import BadRequest
 from memhub.knowledge.codegraph.kind import CODE_GRAPH
 from memhub.knowledge.kind import ResourceKind
+from memhub.knowledge.skill.kind import SKILL
 from memhub.knowledge.tools import ToolSpec, UnknownTool
 from memhub.knowledge.wiki.kind import WIKI
 
-KINDS: tuple[ResourceKind, ...] = (WIKI, CODE_GRAPH)
+KINDS: tuple[ResourceKind, ...] = (WIKI, CODE_GRAPH, SKILL)
 
 KIND_NAMES: tuple[str, ...] = tuple(k.name for k in KINDS)
-ASSET_TYPES: tuple[str, ...] = tuple(k.asset_type for k in KINDS)
+REGISTRY_KINDS: tuple[ResourceKind, ...] = tuple(k for k in KINDS if k.in_registry)
+REGISTRY_TYPES: tuple[str, ...] = tuple(k.name for k in REGISTRY_KINDS)
+REGISTRY_ASSET_TYPES: tuple[str, ...] = tuple(k.asset_type for k in REGISTRY_KINDS)
 _BY_NAME = {k.name: k for k in KINDS}
-_BY_PREFIX = {k.id_prefix: k for k in KINDS}
 # Any registered kind's id: the kind comes from the prefix, as in the reference.
-KNOWLEDGE_ID_RE = re.compile(rf"^({'|'.join(re.escape(k.id_prefix) for k in KINDS)})-[0-9a-z]{{8}}$")
-_EXPECTED_IDS = " or ".join(f"{k.id_prefix}-…" for k in KINDS)
+KNOWLEDGE_ID_RE = re.compile(rf"^(?:{'|'.join(k.id_body for k in KINDS)})$")
+
+
+def _expected_ids() -> str:
+    """`wiki-… or cg-… and 8 of [0-9a-z], or skl-… and 12 of [0-9A-Za-z]`: the prefixes grouped by id rule."""
+    rules: dict[str, list[str]] = {}
+    for k in KINDS:
+        rules.setdefault(k.id_rule.replace(" characters of ", " of "), []).append(f"{k.id_prefix}-…")
+    return ", or ".join(f"{' or '.join(prefixes)} and {rule}" for rule, prefixes in rules.items())
+
+
+_EXPECTED_IDS = _expected_ids()
 
 
 def kind_named(name: str) -> ResourceKind:
@@ -32,10 +48,10 @@ def kind_named(name: str) -> ResourceKind:
 
 def kind_of(knowledge_id: str) -> ResourceKind:
     """The kind of a knowledge id from its prefix; 400 for anything that is no registered kind's id."""
-    match = KNOWLEDGE_ID_RE.match(knowledge_id)
-    if not match:
-        raise BadRequest(f"knowledge_id: invalid knowledge_id format (expected {_EXPECTED_IDS} and 8 of [0-9a-z])")
-    return _BY_PREFIX[match.group(1)]
+    for kind in KINDS:
+        if kind.id_re.match(knowledge_id):
+            return kind
+    raise BadRequest(f"knowledge_id: invalid knowledge_id format (expected {_EXPECTED_IDS})")
 
 
 def tools_for(kind: str) -> list[ToolSpec]:

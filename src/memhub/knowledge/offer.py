@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memhub.errors import BadRequest, Forbidden
-from memhub.knowledge.kinds import ASSET_TYPES, KINDS
+from memhub.knowledge.kinds import REGISTRY_ASSET_TYPES, REGISTRY_KINDS
 from memhub.knowledge.tools_block import (
     KnowledgeResource,
     Language,
@@ -37,7 +37,9 @@ from memhub.store.meta import MetaStore
 
 log = logging.getLogger("memhub.knowledge")
 
-KNOWLEDGE_ASSET_TYPES = ASSET_TYPES
+# Skills are bound as assets too, but never offered here (they have <available_skills>): a skill binding must
+# neither show in the block nor count as a knowledge binding that narrows it.
+KNOWLEDGE_ASSET_TYPES = REGISTRY_ASSET_TYPES
 UNUSABLE_ASSET_STATUSES = ("archived", "deprecated", "failed")
 CREDENTIAL_ENV = "MEMHUB_USER_KEY"
 
@@ -76,7 +78,8 @@ class KnowledgeOffer:
             # Resources served here are reached at this server's current public URL, whatever URL was current
             # when they were registered (a restart on another address must not strand agents).
             ids = [x["knowledge_id"] for x in rows]
-            local = {x[k.id_field] for k in KINDS for x in r.find(k.meta_kind, {k.id_field: ids})}
+            tables = [(k.meta_kind, k.id_field) for k in REGISTRY_KINDS if k.meta_kind is not None]
+            local = {x[field] for table, field in tables for x in r.find(table, {field: ids})}
         out: list[KnowledgeResource] = []
         for row in rows:
             url = self.public_url if row["knowledge_id"] in local and self.public_url else row["service_url"]

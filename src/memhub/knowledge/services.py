@@ -2,7 +2,8 @@
 dispatch and the `<knowledge_tools>` offer.
 
 A new kind adds its service class to `KIND_SERVICES` (in the order of memhub.knowledge.kinds.KINDS) and its
-config to the mapping `KnowledgeServices.over` is given.
+config to the mapping `KnowledgeServices.over` is given (the skill kind's "config" is the skill service its tools
+read through).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from memhub.knowledge.kind import KindService
 from memhub.knowledge.kinds import KINDS
 from memhub.knowledge.offer import CREDENTIAL_ENV, KnowledgeOffer
 from memhub.knowledge.service import ResourceConfig
+from memhub.knowledge.skill.service import SkillService
+from memhub.knowledge.skill.toolcall import SkillTools
 from memhub.knowledge.toolcall import KnowledgeTools
 from memhub.knowledge.tools import Language
 from memhub.knowledge.wiki.kind import WIKI
@@ -25,7 +28,7 @@ from memhub.meta.config import ConfigParams
 from memhub.meta.origins import KnowledgeOrigins
 from memhub.store.meta import MetaStore
 
-KIND_SERVICES: tuple[type[Any], ...] = (WikiService, CodeGraphService)
+KIND_SERVICES: tuple[type[Any], ...] = (WikiService, CodeGraphService, SkillTools)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +44,7 @@ class KnowledgeServices:
         cls,
         store: MetaStore,
         config: ConfigParams,
-        configs: Mapping[str, ResourceConfig],
+        configs: Mapping[str, ResourceConfig | SkillService],
         *,
         public_url: str,
         language: Language,

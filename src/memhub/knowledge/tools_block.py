@@ -27,11 +27,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from memhub.knowledge.kinds import KIND_NAMES, kind_named
+from memhub.knowledge.kinds import REGISTRY_TYPES, kind_named
 from memhub.meta.origins import KnowledgeOrigins
 
 Language = Literal["en", "zh"]
-ResourceType = str  # a registered kind's name (memhub.knowledge.kinds)
+ResourceType = str  # the name of a kind the registry holds (memhub.knowledge.kinds.REGISTRY_TYPES)
 
 SERVICE_ID_HEADER = "x-tdai-service-id"
 # The original's order; the renderer emits them in exactly this order, whatever order the caller's mapping has.
@@ -69,7 +69,7 @@ class KnowledgeResource:
 
     def __post_init__(self) -> None:
         """Reject values that the original renders raw but that would break the tag."""
-        if self.type not in KIND_NAMES:
+        if self.type not in REGISTRY_TYPES:
             raise ValueError(f"unknown knowledge type: {self.type!r}")
         if not _RESOURCE_ID_RE.match(self.id):
             raise ValueError(f"invalid knowledge id: {self.id!r}")
