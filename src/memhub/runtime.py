@@ -19,6 +19,8 @@ from memhub.knowledge.service import ResourceConfig
 from memhub.knowledge.services import KnowledgeServices
 from memhub.knowledge.skill.finder import SkillFinder
 from memhub.knowledge.skill.kind import SKILL
+from memhub.knowledge.skill.mining.miner import MinerConfig, SkillMiner
+from memhub.knowledge.skill.mining.service import MiningService
 from memhub.knowledge.skill.service import SkillService
 from memhub.knowledge.wiki.kind import WIKI
 from memhub.knowledge.wiki.service import WikiConfig
@@ -33,7 +35,7 @@ from memhub.meta.quotas import Quotas
 from memhub.meta.services import MetaServices
 from memhub.pipeline.generation_access import GenerationAccess
 from memhub.pipeline.generation_log import GenerationLogService
-from memhub.pipeline.runner import PipelineRunner
+from memhub.pipeline.runner import JobHandler, PipelineRunner
 from memhub.pipeline.service import PipelineService
 from memhub.pipeline.stages import LLMPersona, LLMScenes, RulePersona, RuleScenes, Stages
 from memhub.pipeline.worker import PipelineWorker
@@ -117,9 +119,14 @@ def pipeline_worker(
     client: ChatClient | None,
     prompts: MemoryPromptService,
     generations: GenerationLogService,
+    skills: SkillService | None = None,
 ) -> PipelineWorker:
-    """The background worker that turns conversations into memories; not started yet."""
+    """The background worker that turns conversations into memories (and, given the skill service, archives of
+    agent work into skills); not started yet."""
     config = settings.pipeline_config()
+    handlers: dict[str, JobHandler] = {}
+    if skills is not None:
+        handlers["skill"] = SkillMiner(store, skills, client, MinerConfig(lease_ms=config.lease_ms))
     runner = PipelineRunner(
         store,
         memory,
@@ -127,6 +134,7 @@ def pipeline_worker(
         config,
         prompts=prompts,
         generations=generations,
+        handlers=handlers,
     )
     return PipelineWorker(store, runner, config)
 
@@ -209,6 +217,7 @@ class Hub:
     skills: SkillService
     skill_finder: SkillFinder  # skill search, the <available_skills> listing and the composer's skill notes
     composer: ContextComposer
+    skill_mining: MiningService  # agent work buffered and archived; the pipeline's `skill` jobs mine it
     knowledge_only: bool = False
 
     def start(self, *, pipeline: bool = True) -> None:
@@ -252,9 +261,9 @@ def build_hub(
     chat = chat_client(settings)
     pipeline_on = settings.pipeline_enabled and not knowledge_only
     prompts, generations = MemoryPromptService(store.prompts), GenerationLogService(store.prompts)
-    worker = pipeline_worker(settings, store, memory, chat, prompts, generations) if pipeline_on else None
-    generator = worker.runner.stages.generator if worker is not None else "none"
     skills = SkillService(store.skills, store.meta, settings.skill_config())
+    worker = pipeline_worker(settings, store, memory, chat, prompts, generations, skills) if pipeline_on else None
+    generator = worker.runner.stages.generator if worker is not None else "none"
     skill_finder = SkillFinder(skills, embedding)
     knowledge = knowledge_services(settings, store, meta, skills, chat)
     return Hub(
@@ -278,5 +287,6 @@ def build_hub(
         composer=ContextComposer(
             knowledge, memory.conversation, meta.access, meta.config, skills=FinderSkills(skill_finder)
         ),
+        skill_mining=MiningService(store.skills, on_archive=worker.nudge if worker is not None else None),
         knowledge_only=knowledge_only,
     )

@@ -30,6 +30,7 @@ from memhub.api.routes import (
     profile,
     recall,
     skill,
+    skill_mining,
     skill_search,
 )
 from memhub.api.routes.health import health_payload
@@ -141,6 +142,7 @@ def create_app(hub: Hub, gateway_key: GatewayKey | None, *, run_pipeline: bool =
         # Skills: data-plane authentication, ids from the body, business errors as HTTP 200 (the original's).
         skill_routes = skill.routes(hub.skills, files_body_bytes=settings.skill_max_body_bytes)
         skill_routes += skill_search.routes(hub.skill_finder)
+        skill_routes += skill_mining.routes(hub.skill_mining, hub.skills.access)
         management.mount(app, "/v3/skill", skill_routes, tag="skill")
         models += [
             r.model

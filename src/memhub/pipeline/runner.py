@@ -1,10 +1,15 @@
-"""Runs one pipeline job: L1 extraction and dedup, L2 scenes, L3 persona."""
+"""Runs one pipeline job: L1 extraction and dedup, L2 scenes, L3 persona, and the kinds other services add.
+
+A service whose work rides on the pipeline's durable jobs (skill mining) registers a handler for its job
+kind; the pipeline runs it like its own stages, with the same lease, retries and dead-lettering, without
+importing that service.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -33,6 +38,10 @@ from memhub.timeutil import now_ms
 log = logging.getLogger("memhub.pipeline")
 PIPELINE_REQUEST = "pipeline"  # the request id of audit rows the pipeline writes
 MAX_PROFILE_MEMORIES = 500
+
+# Runs one job of an added kind to completion: (job, lease owner). Raising fails the job (retried, then
+# dead-lettered, by the exception's `retryable`); returning marks it done.
+JobHandler = Callable[[Job, str], None]
 
 
 def _source(message: Any) -> SourceMessage:
@@ -71,6 +80,7 @@ class PipelineRunner:
         config: PipelineConfig,
         prompts: MemoryPromptService | None = None,
         generations: GenerationLogService | None = None,
+        handlers: Mapping[str, JobHandler] | None = None,
     ) -> None:
         self.store = store
         self.memory = memory
@@ -78,9 +88,15 @@ class PipelineRunner:
         self.config = config
         self.prompts = prompts
         self.generations = generations
+        self.handlers: dict[str, JobHandler] = dict(handlers or {})
 
     def run(self, job: Job, owner: str) -> None:
         """Run one job to completion; raises on failure (the worker retries or dead-letters it)."""
+        handler = self.handlers.get(job.kind)
+        if handler is not None:
+            handler(job, owner)
+            self.store.pipeline.finish(job, owner, now_ms())
+            return
         run = {"l1": self._l1, "l2": self._l2, "l3": self._l3}[job.kind]
         generation = Generation()
         started = time.monotonic()

@@ -147,14 +147,21 @@ class SkillService:
         raise SkillIdCollision(f"failed to generate a unique skill_id after {ID_ATTEMPTS} attempts")
 
     def update(
-        self, caller: Caller, ids: SkillIds, skill_id: str, expected_version: int, content: str
+        self,
+        caller: Caller,
+        ids: SkillIds,
+        skill_id: str,
+        expected_version: int,
+        content: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Replace SKILL.md; the name may not change."""
+        """Replace SKILL.md (and the metadata, when given); the name may not change."""
         actor, head = self._writable(caller, ids, skill_id, expected_version)
         doc = self._parse(content)
         if doc.name != head.name:
             raise InvalidFrontmatter("name change is not allowed across versions")
-        return self._append(actor, head, expected_version, content, doc.description, head.files)
+        return self._append(actor, head, expected_version, content, doc.description, head.files, metadata=metadata)
 
     def patch(
         self,
@@ -410,8 +417,10 @@ class SkillService:
         description: str,
         files: Sequence[SkillFile],
         blobs: Mapping[str, bytes] | None = None,
+        *,
+        metadata: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        if _unchanged(head, content, files):
+        if _unchanged(head, content, files) and (metadata is None or dict(metadata) == dict(head.metadata)):
             return {**summary(head), "changed": False}
         ids = actor.ids
         new = NewSkillVersion(
@@ -424,7 +433,7 @@ class SkillService:
             content=content,
             content_hash=content_hash(content),
             files=tuple(files),
-            metadata=head.metadata,
+            metadata=head.metadata if metadata is None else dict(metadata),
             status=head.status,
             blobs=dict(blobs or {}),
         )
