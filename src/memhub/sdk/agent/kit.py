@@ -356,8 +356,6 @@ class MemoryAgent:
             persona, scenes, language=cfg.language, max_persona_chars=cfg.max_persona_chars
         )
         knowledge = str((context or {}).get("system") or "")
-        if "<available_skills>" in knowledge:
-            skills = ""  # the composer's answer lists them already
         return Recall(
             prepend=prepend,
             append_system=append_system,
