@@ -20,10 +20,12 @@ from memhub.sdk.agent import AgentConfig, MemoryAgent
 from memhub.sdk.agent.skills import skill_batches, skill_messages, turn_window
 from tests.conftest import GATEWAY_KEY, ISO, SERVICE, Gateway, build_gateway
 from tests.meta.metadata_client import Recorder, serve
+from tests.sdk.fault_proxy import fault_proxy
 
 pytestmark = pytest.mark.timeout(300)
 
 DEADLINE = 5.0  # what a healthy call meets on a busy 2-core machine
+HELD = 600.0  # a late call is held by the proxy until the test ends, so lateness never depends on speed
 LISTING = "/v3/skill/listing"
 MINING = "/v3/skill/conversation/add"
 SKILL_MD = "---\nname: docs-deploy\ndescription: Build and deploy the docs site\n---\n# Deploy\n\nRun make docs.\n"
@@ -50,9 +52,9 @@ class Hub:
         self.layer, self.url = layer, url
         self.recorder = Recorder()
 
-    def agent(self, config: AgentConfig, session: str = "s-1") -> MemoryAgent:
+    def agent(self, config: AgentConfig, session: str = "s-1", url: str | None = None) -> MemoryAgent:
         client = AsyncMemoryClient(
-            self.url, GATEWAY_KEY, SERVICE, **ISO, session_id=session, transport=self.recorder
+            url or self.url, GATEWAY_KEY, SERVICE, **ISO, session_id=session, transport=self.recorder
         )  # the kit's skill paths share this connection, so the recorder sees their bodies too
         return MemoryAgent(client, session_id=session, config=config)
 
@@ -119,6 +121,21 @@ def test_a_gateway_without_the_listing_is_remembered_and_asked_again_later(hub: 
         hub.layer.missing = set()  # the gateway was upgraded meanwhile
         upgraded = agent.recall("deploy the docs", messages=[])
     assert len(hub.asked(LISTING)) == 2 and "- docs-deploy:" in upgraded.skills
+
+
+def test_a_late_or_failing_listing_reuses_the_last_block(hub: Hub) -> None:
+    with hub.skills() as skills:
+        skills.create(name="docs-deploy", content=SKILL_MD)
+    with fault_proxy(hub.url) as proxy, hub.agent(listing_config(), url=proxy.url) as agent:
+        warm = agent.recall("deploy the docs", messages=[])
+        assert "- docs-deploy:" in warm.skills
+        proxy.mode, proxy.only_paths = "error", (LISTING,)
+        failed = agent.recall("deploy the docs", messages=[])
+        assert failed.degraded == ("skills",) and failed.skills == warm.skills
+        proxy.mode, proxy.delay = "slow", HELD
+        late = agent.recall("deploy the docs", messages=[])
+        assert late.degraded == ("skills",) and late.skills == warm.skills
+        assert late.append_system == warm.append_system  # the memory paths are unharmed
 
 
 def test_skills_char_budget_is_checked() -> None:
