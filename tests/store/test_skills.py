@@ -165,6 +165,9 @@ def test_set_status_changes_the_head_in_place(store: MemoryStore) -> None:
         1_000,
     )
     assert store.skills.versions(SVC, "skl-a", 10, 0)[1] == 1
+    with pytest.raises(ValueError, match="status"):
+        store.skills.set_status(SVC, "skl-a", 1, "deleted", 6_000)  # not a status
+    assert store.skills.head(SVC, "skl-a").status == "active"  # type: ignore[union-attr]
 
 
 def test_concurrent_appends_with_the_same_expected_version_one_wins_each_round(store: MemoryStore) -> None:

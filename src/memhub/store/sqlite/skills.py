@@ -14,7 +14,7 @@ import hashlib
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from memhub.model.skills import (
     BlobMissing,
@@ -23,6 +23,7 @@ from memhub.model.skills import (
     NewSkillVersion,
     SkillFilter,
     SkillMissing,
+    SkillStatus,
     SkillVersion,
     VersionStale,
 )
@@ -82,6 +83,8 @@ class SQLiteSkillStore(SkillSearch, SkillMining, SkillStore):
     def set_status(
         self, service_id: str, skill_id: str, expected_version: int, status: str, now_ms: int
     ) -> SkillVersion:
+        if status not in get_args(SkillStatus):
+            raise ValueError(f"status: must be one of {', '.join(get_args(SkillStatus))}, got {status!r}")
         with self.store._write() as con:
             head = self._head_at(con, service_id, skill_id, expected_version)
             if status != "archived":

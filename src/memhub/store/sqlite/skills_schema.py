@@ -21,7 +21,7 @@ SKILL_TABLES = """
         skill_id        TEXT NOT NULL,
         version         INTEGER NOT NULL,
         is_head         INTEGER NOT NULL,
-        status          TEXT NOT NULL,
+        status          TEXT NOT NULL CHECK (status IN ('active', 'archived', 'candidate')),
         scope_key       TEXT NOT NULL,
         team_id         TEXT NOT NULL,
         owner_agent_id  TEXT NOT NULL,
