@@ -355,6 +355,22 @@ PROMPTS = [
 CHAT_MEMORY = ["chat-memory/clear"]
 # v3 only: one recall across the layers.
 RECALL = ["recall"]
+# v3 only, ids in the body: the skill write and read routes (memhub adds publish).
+SKILL = [
+    "skill/create",
+    "skill/update",
+    "skill/patch",
+    "skill/delete",
+    "skill/get",
+    "skill/get-by-name",
+    "skill/list",
+    "skill/versions",
+    "skill/files/write",
+    "skill/files/remove",
+    "skill/files/read",
+    "skill/export",
+    "skill/publish",
+]
 GET_TOO = {
     "/v3/memory-prompt/get",
     "/v3/memory-prompt/setting/list",
@@ -383,7 +399,7 @@ def test_openapi_lists_every_data_plane_route(gateway: Gateway) -> None:
     v3 = {p.removeprefix("/v3/") for p in paths if p.startswith("/v3/") and not p.startswith(management)}
     v2 = {p.removeprefix("/v2/") for p in paths if p.startswith("/v2/")}
     assert len(CONTRACT) == 18
-    assert v3 == set(CONTRACT + EXTENSIONS + PIPELINE + PROMPTS + CHAT_MEMORY + RECALL)
+    assert v3 == set(CONTRACT + EXTENSIONS + PIPELINE + PROMPTS + CHAT_MEMORY + RECALL + SKILL)
     mirrors = {r for r in CONTRACT if not r.endswith("/count")}
     assert len(mirrors) == 14
     assert v2 == mirrors | set(EXTENSIONS + PIPELINE)

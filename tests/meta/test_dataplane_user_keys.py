@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Gateway
-from tests.meta.org import Member, Org, lapse_key, table_snapshot
+from tests.meta.org import Member, Org, lapse_key, rows, table_snapshot
 
 HELLO = [{"role": "user", "content": "hello from the owner about paris"}]
 
@@ -256,9 +256,9 @@ CASES: dict[str, Case] = {
 }
 
 
-def _send(t: Tenant, route: str, case: Case) -> Any:
+def _send(t: Tenant, route: str, case: Case, routes: dict[str, Callable[[Tenant], dict[str, Any]]] = ROUTES) -> Any:
     ids = case.ids(t)
-    body = ROUTES[route](t)
+    body = routes[route](t)
     extra: dict[str, str] = {}
     if case.header_ids:
         extra = {f"x-tdai-{name.replace('_', '-')}": value for name, value in ids.items()}
@@ -287,6 +287,46 @@ def test_refused_and_nothing_changes(shared: Tenant, route: str, case_name: str)
     else:
         assert "data" not in envelope or envelope["data"] in (None, {})
     assert table_snapshot(shared.org.gw) == before, (route, case_name, "stored state changed")
+
+
+# The skill routes read their ids from the body only, and refuse an agent_id without a team_id as a body
+# error (40001): the cases about header ids and a missing team or agent are not theirs.
+SKILL = "skl-000000000000"
+SKILL_ROUTES: dict[str, Callable[[Tenant], dict[str, Any]]] = {
+    "skill/create": lambda t: {"name": "planted", "content": "---\nname: planted\ndescription: d\n---\nx"},
+    "skill/update": lambda t: {"skill_id": SKILL, "expected_version": 1, "content": "x"},
+    "skill/patch": lambda t: {"skill_id": SKILL, "expected_version": 1, "old_string": "a", "new_string": "b"},
+    "skill/delete": lambda t: {"skill_id": SKILL, "expected_version": 1},
+    "skill/publish": lambda t: {"skill_id": SKILL, "expected_version": 1},
+    "skill/get": lambda t: {"skill_id": SKILL},
+    "skill/list": lambda t: {},
+    "skill/versions": lambda t: {"skill_id": SKILL},
+    "skill/files/write": lambda t: {
+        "skill_id": SKILL,
+        "expected_version": 1,
+        "files": [{"path": "a", "content": "", "encoding": "utf-8"}],
+    },
+    "skill/files/remove": lambda t: {"skill_id": SKILL, "expected_version": 1, "paths": ["a"]},
+    "skill/files/read": lambda t: {"skill_id": SKILL, "path": "a"},
+    "skill/export": lambda t: {"skill_id": SKILL},
+}
+SKILL_CASES = [
+    name
+    for name, case in CASES.items()
+    if not case.header_ids and name not in {"no_team", "no_agent", "someone_elses_user_id_by_header"}
+]
+
+
+@pytest.mark.parametrize("case_name", SKILL_CASES)
+@pytest.mark.parametrize("route", list(SKILL_ROUTES))
+def test_skill_routes_refused_and_nothing_changes(shared: Tenant, route: str, case_name: str) -> None:
+    case = CASES[case_name]
+    before = table_snapshot(shared.org.gw), rows(shared.org, "SELECT * FROM skill_versions")
+    response = _send(shared, route, case, SKILL_ROUTES)
+    envelope = response.json()
+    assert response.status_code == case.status, (route, case_name, envelope)
+    assert (envelope["code"], envelope["message"]) == (case.status, case.message(shared)), (route, case_name)
+    assert (table_snapshot(shared.org.gw), rows(shared.org, "SELECT * FROM skill_versions")) == before
 
 
 def test_the_owners_data_is_untouched(shared: Tenant) -> None:
