@@ -8,7 +8,8 @@
         hits = memory.search_atomic("tea", limit=5)
 
 Clients: `MemoryClient` (L0–L3 data plane), `MetadataClient` (management plane and knowledge
-registry), `KnowledgeClient` (knowledge tools), each with an `Async…` twin. Errors: `ParamError`
+registry), `KnowledgeClient` (knowledge tools), `SkillClient` (skills: `/v3/skill/*`), each with an
+`Async…` twin. Errors: `ParamError`
 before sending, `TDAMError` for anything after (its `TransportError` subclass when no response
 came). Depends on httpx and the standard library only, never on the memhub server.
 """
@@ -17,16 +18,22 @@ from memhub.sdk._errors import ParamError, TDAMError, TransportError
 from memhub.sdk.knowledge import AsyncKnowledgeClient, KnowledgeClient
 from memhub.sdk.memory import AsyncMemoryClient, AtomicMemoryType, MemoryClient
 from memhub.sdk.metadata import AsyncMetadataClient, MetadataClient
+from memhub.sdk.skills import SKILL_ERROR_CODE, AsyncSkillClient, SkillClient, encode_base64, encode_utf8
 
 __all__ = [
+    "SKILL_ERROR_CODE",
     "AsyncKnowledgeClient",
     "AsyncMemoryClient",
     "AsyncMetadataClient",
+    "AsyncSkillClient",
     "AtomicMemoryType",
     "KnowledgeClient",
     "MemoryClient",
     "MetadataClient",
     "ParamError",
+    "SkillClient",
     "TDAMError",
     "TransportError",
+    "encode_base64",
+    "encode_utf8",
 ]

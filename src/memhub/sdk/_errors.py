@@ -27,6 +27,11 @@ class TDAMError(Exception):
         self.request_id = request_id
         self.details = dict(details) if details else None
 
+    @property
+    def data(self) -> dict[str, Any]:
+        """The envelope's `data` object (`{}` when there was none): `e.data["current_version"]` after a 40901."""
+        return self.details if self.details is not None else {}
+
     def __str__(self) -> str:
         if self.request_id:
             return f"<TDAMError: (code={self.code}, message={self.message}, request_id={self.request_id})>"

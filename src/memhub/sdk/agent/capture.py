@@ -103,6 +103,20 @@ class CaptureQueue:
         """Batches not yet sent or given up, including the one being sent."""
         return self._queue.qsize() + (1 if self._in_flight else 0) + (1 if self._carry is not None else 0)
 
+    def snapshot(self) -> dict[str, Any]:
+        """The counters and the pending count, for `MemoryAgent.stats`."""
+        s = self.stats
+        return {
+            "queued": s.queued,
+            "sent": s.sent,
+            "messages_sent": s.messages_sent,
+            "retries": s.retries,
+            "dropped": s.dropped,
+            "rejected": s.rejected,
+            "pending": self.pending(),
+            "last_error": s.last_error,
+        }
+
     async def _run(self) -> None:
         while True:
             first = self._carry if self._carry is not None else await self._queue.get()

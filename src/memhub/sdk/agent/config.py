@@ -17,6 +17,8 @@ SERVER_MAX_SEARCH_LIMIT = 100
 SERVER_MAX_RECALL_MESSAGES = 20
 SERVER_MAX_RECALL_TOKENS = 32_000
 SERVER_MAX_RECALL_CHARS = 128_000
+# `POST /v3/skill/listing` renders within at most this many characters.
+SERVER_MAX_LISTING_CHARS = 64_000
 # The gateway refuses bodies over 1 MiB; batches stay under this many bytes of messages, leaving room
 # for the isolation fields and the JSON around them.
 SERVER_MAX_BATCH_BYTES = 960 * 1024
@@ -46,6 +48,13 @@ class AgentConfig:
     # A fourth recall path: the gateway's runtime-context composer (POST /v3/context/compose: team and
     # agent knowledge, skills, the conversation excerpt). Off by default: it needs wikis to say anything.
     compose_context: bool = False
+    # Skills, both off by default. `skills_listing`: recall adds the gateway's `<available_skills>` block
+    # (POST /v3/skill/listing, ranked for the user's message) to the system prompt, within this many characters.
+    # `skills_capture`: each captured turn, tool calls and results included, also goes to skill mining
+    # (POST /v3/skill/conversation/add).
+    skills_listing: bool = False
+    skills_char_budget: int = 2000
+    skills_capture: bool = False
     # capture
     capture_enabled: bool = True
     capture_queue_size: int = 1024
@@ -71,6 +80,8 @@ class AgentConfig:
             raise ParamError(f"AgentConfig.language: must be 'en' or 'zh' (got {self.language!r})")
         if self.max_memories > SERVER_MAX_SEARCH_LIMIT:
             raise ParamError("AgentConfig.max_memories: must be at most 100 (the gateway's search limit)")
+        if self.skills_char_budget > SERVER_MAX_LISTING_CHARS:
+            raise ParamError("AgentConfig.skills_char_budget: must be at most 64000 (the gateway's listing limit)")
         if self.capture_backoff > self.capture_backoff_max:
             raise ParamError("AgentConfig.capture_backoff: must not exceed capture_backoff_max")
 

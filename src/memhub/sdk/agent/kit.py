@@ -47,9 +47,11 @@ from memhub.sdk.agent.recall import (
     searched_memories,
 )
 from memhub.sdk.agent.runner import LoopThread
+from memhub.sdk.agent.skills import SKILLS, skill_paths, turn_window
 from memhub.sdk.agent.turns import fit_to_server_limits, recent_turns, select_turn
 from memhub.sdk.knowledge import AsyncKnowledgeClient
 from memhub.sdk.memory import AsyncMemoryClient
+from memhub.sdk.skills import AsyncSkillClient
 
 T = TypeVar("T")
 log = logging.getLogger("memhub.sdk.agent")
@@ -83,6 +85,7 @@ class MemoryAgent:
         knowledge_ids: Sequence[str] = (),
         config: AgentConfig | None = None,
         logger: logging.Logger | None = None,
+        skills: AsyncSkillClient | None = None,
     ) -> None:
         self.config = config or AgentConfig()
         self.session_id = session_id or getattr(client, "session_id", None)
@@ -93,6 +96,8 @@ class MemoryAgent:
         self._loop = LoopThread()
         self.breaker = CircuitBreaker(self.config.breaker_threshold, self.config.breaker_cooldown)
         self._capture = CaptureQueue(self._send_batch, self.breaker, self.config, self._log)
+        self._owns_skills = skills is not None  # a client of its own is closed with the kit; a shared one is not
+        self._skills = skill_paths(client, skills, self.config, self.breaker, self._log)
         self._turns: dict[str, _Turn] = {}
         self._cursors: dict[str, datetime] = {}
         self._captured: dict[str, int] = {}  # per session: the history length the last capture saw
@@ -210,7 +215,8 @@ class MemoryAgent:
         """The recall paths this configuration runs."""
         cfg = self.config
         wanted = ((MEMORIES, True), (PERSONA, cfg.include_persona), (SCENES, cfg.include_scene_nav))
-        return tuple(name for name, on in (*wanted, (CONTEXT, cfg.compose_context)) if on)
+        extra = ((CONTEXT, cfg.compose_context), (SKILLS, cfg.skills_listing and self._skills is not None))
+        return tuple(name for name, on in (*wanted, *extra) if on)
 
     def _empty_recall(self, degraded: tuple[str, ...]) -> Recall:
         return self._compose([], self._stable.persona, self._stable.scenes, degraded, 0.0)
@@ -231,11 +237,22 @@ class MemoryAgent:
             context_task = loop.create_task(
                 self._guarded(call, cfg.recall_deadline, timeout_is_outage=False), name="recall-context"
             )
+        # So does the skill listing, ranked for the user's message.
+        skills_call = self._skills.listing_call(search_query) if self._skills is not None else None
+        skills_task = None
+        if skills_call is not None:
+            skills_task = loop.create_task(
+                self._guarded(skills_call, cfg.recall_deadline, timeout_is_outage=False), name="recall-skills"
+            )
         results, degraded = await self._memory_paths(search_query, messages, deadline)
-        if context_task is not None:
-            more, late = await gather({CONTEXT: context_task}, deadline, self._log)
+        side = {name: task for name, task in ((CONTEXT, context_task), (SKILLS, skills_task)) if task is not None}
+        if side:
+            more, late = await gather(side, deadline, self._log)
             results.update(more)
             degraded += late
+        skills = ""
+        if skills_task is not None and self._skills is not None:
+            skills = self._skills.listing_outcome(skills_task, results, degraded)
 
         # Memories the gateway's quality check flagged as reading like instructions never reach the prompt.
         memories = prompt.trusted_memories((results.get(MEMORIES) or {}).get("items") or [])
@@ -260,6 +277,7 @@ class MemoryAgent:
             tuple(degraded),
             elapsed_ms,
             context,
+            skills,
         )
 
     async def _memory_paths(
@@ -314,7 +332,7 @@ class MemoryAgent:
 
     def _recall_failed(self, exc: BaseException) -> tuple[dict[str, Any], list[str]]:
         self._log.info("memhub recall: /v3/recall unavailable (%s)", exc)
-        return {}, [p for p in self._paths() if p != CONTEXT]
+        return {}, [p for p in self._paths() if p not in (CONTEXT, SKILLS)]
 
     def _compose(
         self,
@@ -324,6 +342,7 @@ class MemoryAgent:
         degraded: tuple[str, ...],
         elapsed_ms: float,
         context: Mapping[str, Any] | None = None,
+        skills: str = "",
     ) -> Recall:
         cfg = self.config
         prepend = prompt.format_memories(
@@ -345,20 +364,25 @@ class MemoryAgent:
             scenes=scenes,
             degraded=degraded,
             elapsed_ms=round(elapsed_ms, 3),
-            tokens=sum(prompt.estimate_tokens(part) for part in (prepend, append_system, knowledge)),
+            tokens=sum(prompt.estimate_tokens(part) for part in (prepend, append_system, knowledge, skills)),
             knowledge=knowledge,
+            skills=skills,
             context=dict(context) if context is not None else None,
         )
 
     # ------------------------------------------------------------------ capture
 
     def capture(self, messages: Sequence[Any], *, since: int | None = None, session_id: str | None = None) -> int:
-        """Queue this turn's new user/assistant messages for L0; returns how many were queued. Never raises."""
+        """Queue this turn's new user/assistant messages for L0; returns how many were queued. Never raises.
+
+        With `AgentConfig.skills_capture` the turn, tool calls and results included, is also queued for skill
+        mining (not counted in the return value; see `stats["skills_capture"]`).
+        """
         try:
-            jobs = self._capture_jobs(messages, since, session_id)
-            if not jobs:
+            jobs, mined = self._capture_jobs(messages, since, session_id)
+            if not jobs and not mined:
                 return 0
-            return self._loop.run(self._enqueue(jobs), 2.0)
+            return self._loop.run(self._enqueue(jobs, mined), 2.0)
         except Exception as exc:
             self._log.warning("memhub capture failed before queueing: %s", exc)
             return 0
@@ -368,25 +392,30 @@ class MemoryAgent:
     ) -> int:
         """`capture` for async agents."""
         try:
-            jobs = self._capture_jobs(messages, since, session_id)
-            return await self._loop.run_async(self._enqueue(jobs)) if jobs else 0
+            jobs, mined = self._capture_jobs(messages, since, session_id)
+            return await self._loop.run_async(self._enqueue(jobs, mined)) if jobs or mined else 0
         except Exception as exc:
             self._log.warning("memhub capture failed before queueing: %s", exc)
             return 0
 
-    def _capture_jobs(self, messages: Sequence[Any], since: int | None, session_id: str | None) -> list[CaptureJob]:
-        if not self.config.capture_enabled or self._closed:
-            return []
+    def _capture_jobs(
+        self, messages: Sequence[Any], since: int | None, session_id: str | None
+    ) -> tuple[list[CaptureJob], list[CaptureJob]]:
+        """This turn's L0 batches, and its batches for skill mining (tool calls and results included)."""
+        mining = self._skills is not None and self.config.skills_capture
+        if not (self.config.capture_enabled or mining) or self._closed:
+            return [], []
         session = self._session(session_id)
         if not session:
             self._log.warning("memhub capture skipped: no session id (give one to MemoryAgent or to capture)")
-            return []
+            return [], []
         turn = self._turns.get(session) or self._turns.get("")
         # Where this turn starts: the caller's word, else the length recall saw, else where the last capture
         # ended, so a caller that passes the whole history every time never sends a message twice.
         start = since
         if start is None:
             start = turn.message_count if turn and turn.message_count is not None else self._captured.get(session)
+        mined = self._skills.capture_jobs(session, turn_window(messages, start)) if self._skills and mining else []
         selected = select_turn(
             list(messages),
             since_index=start,
@@ -398,13 +427,22 @@ class MemoryAgent:
         self._captured[session] = len(messages)
         if turn is not None:
             turn.message_count, turn.user_text = None, ""  # this turn is captured; the next recall opens one
+        if not self.config.capture_enabled:
+            return [], mined
         batches = fit_to_server_limits(
             selected.messages, max_content_chars=SERVER_MAX_CONTENT_CHARS, max_batch=SERVER_MAX_BATCH
         )
-        return [CaptureJob(session, batch, idempotency_key(session, batch)) for batch in batches if batch]
+        return [CaptureJob(session, batch, idempotency_key(session, batch)) for batch in batches if batch], mined
 
-    async def _enqueue(self, jobs: list[CaptureJob]) -> int:
+    async def _enqueue(self, jobs: list[CaptureJob], mined: list[CaptureJob]) -> int:
+        if self._skills is not None:
+            for job in mined:
+                self._skills.queue.offer(job)
         return sum(len(job.messages) for job in jobs if self._capture.offer(job))
+
+    async def _join(self, timeout: float) -> bool:
+        queues = [self._capture, *([self._skills.queue] if self._skills is not None else [])]
+        return all(await asyncio.gather(*(queue.join(timeout) for queue in queues)))
 
     async def _send_batch(self, job: CaptureJob) -> Any:
         return await asyncio.wait_for(
@@ -415,14 +453,14 @@ class MemoryAgent:
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until queued captures are sent (or given up); False if some are still pending at `timeout`."""
         try:
-            return self._loop.run(self._capture.join(timeout), timeout + 1.0)
+            return self._loop.run(self._join(timeout), timeout + 1.0)
         except Exception:
             return False
 
     async def aflush(self, timeout: float = 10.0) -> bool:
         """`flush` for async agents."""
         try:
-            return await self._loop.run_async(self._capture.join(timeout))
+            return await self._loop.run_async(self._join(timeout))
         except Exception:
             return False
 
@@ -539,20 +577,13 @@ class MemoryAgent:
     @property
     def stats(self) -> dict[str, Any]:
         """Capture counters and the breaker's state, for logs and dashboards."""
-        s = self._capture.stats
-        return {
-            "capture": {
-                "queued": s.queued,
-                "sent": s.sent,
-                "messages_sent": s.messages_sent,
-                "retries": s.retries,
-                "dropped": s.dropped,
-                "rejected": s.rejected,
-                "pending": self._capture.pending(),
-                "last_error": s.last_error,
-            },
+        stats = {
+            "capture": self._capture.snapshot(),
             "breaker": {"state": self.breaker.state, "trips": self.breaker.trips},
         }
+        if self._skills is not None:
+            stats["skills_capture"] = self._skills.queue.snapshot()
+        return stats
 
     def close(self, flush_timeout: float = 5.0) -> None:
         """Send what is queued (up to `flush_timeout`), then close the clients and stop the loop."""
@@ -569,7 +600,8 @@ class MemoryAgent:
         self._loop.stop()
 
     async def _close_clients(self) -> None:
-        for client in (self._client, self._knowledge):
+        skills = self._skills.client if self._skills is not None and self._owns_skills else None
+        for client in (self._client, self._knowledge, skills):
             if client is not None:
                 await client.close()
 

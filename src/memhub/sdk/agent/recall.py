@@ -34,15 +34,17 @@ class Recall:
     scenes: tuple[str, ...] = ()
     degraded: tuple[str, ...] = ()  # recall paths that failed or missed the deadline
     elapsed_ms: float = 0.0
-    tokens: int = 0  # estimated tokens of prepend + append_system + knowledge
+    tokens: int = 0  # estimated tokens of prepend + append_system + knowledge + skills
     # With AgentConfig.compose_context: the composer's system part (knowledge, skills, conversation excerpt,
     # the priority sentence) and its whole answer (sources with ids, caps).
     knowledge: str = ""
     context: dict[str, Any] | None = None
+    # With AgentConfig.skills_listing: the gateway's `<available_skills>` block, ranked for this turn's message.
+    skills: str = ""
 
     def system_prompt(self, base: str) -> str:
-        """`base`, then this turn's runtime knowledge, then the stable memory block (the system prompt's tail)."""
-        return "\n\n".join(part for part in (base, self.knowledge, self.append_system) if part)
+        """`base`, this turn's runtime knowledge and skills, then the stable memory block (the system prompt's tail)."""
+        return "\n\n".join(part for part in (base, self.knowledge, self.skills, self.append_system) if part)
 
     def user_message(self, text: str) -> str:
         """The user's text with this turn's memories in front of it."""
