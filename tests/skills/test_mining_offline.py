@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import json
 
-from memhub.knowledge.skill.mining.draft import MINED_KEY, draft_from, seen_again, skill_name, steps_signature
+from memhub.knowledge.skill.mining.draft import (
+    MINED_KEY,
+    draft_from,
+    mask_text,
+    seen_again,
+    skill_name,
+    steps_signature,
+)
 from memhub.knowledge.skill.mining.trace import (
     Step,
     command_program,
@@ -120,3 +127,27 @@ def test_seen_again_counts_new_archives_only() -> None:
     again = seen_again(metadata, ["c", "a"])
     assert again == {MINED_KEY: {"archives": ["a", "b", "c"], "seen": 3}, "other": 1}
     assert seen_again(again, ["a", "c"]) is None
+
+
+def test_secrets_written_inside_commands_and_requests_are_masked() -> None:
+    spelled_out = {
+        "psql --password=hunter2 -h db": "psql --password=*** -h db",
+        "export API_KEY=abc123; make": "export API_KEY=***; make",
+        'curl -H "Authorization: Bearer eyJhbGciOi.xyz" https://x': 'curl -H "Authorization: Bearer ***" https://x',
+        'deploy --token "a b c" now': "deploy --token *** now",
+        "mysql -u root --password --verbose": "mysql -u root --password --verbose",
+        "token: 'a b c' rest": "token: *** rest",
+        "use sk-proj-ABCDEFGHIJKLMNOPQRST now": "use *** now",
+        "aws s3 ls # AKIAABCDEFGHIJKLMNOP": "aws s3 ls # ***",
+        "git commit -m 'fix the parser'": "git commit -m 'fix the parser'",
+    }
+    for text, masked in spelled_out.items():
+        assert mask_text(text) == masked, text
+
+    trace = fix_failing_test("s1", "calc")
+    trace[0] = {**trace[0], "content": trace[0]["content"] + " (the db password=hunter2)"}
+    calls = successful_calls(trace)
+    found = find_recurrence("a1", calls, [("a0", [c.step for c in calls])])
+    assert found is not None
+    content = draft_from(found, "x").content
+    assert "hunter2" not in content and "password=***" in content

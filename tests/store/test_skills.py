@@ -292,6 +292,7 @@ def test_filter_semantics(store: MemoryStore) -> None:
     def listed(flt: SkillFilter) -> list[str]:
         page, total = skills.list_heads(SVC, flt, 100, 0)
         assert total == len(page)
+        assert skills.head_ids(SVC, flt, 100) == ids(page)  # the ids-only read agrees with the listing
         return ids(page)
 
     assert listed(SkillFilter()) == ["skl-1", "skl-5", "skl-4", "skl-2"]  # active heads, newest update first
@@ -311,6 +312,7 @@ def test_filter_semantics(store: MemoryStore) -> None:
     assert listed(SkillFilter(skill_ids=[])) == []
     page, total = skills.list_heads(SVC, SkillFilter(), 2, 1)
     assert (ids(page), total) == (["skl-5", "skl-4"], 4)
+    assert skills.head_ids(SVC, SkillFilter(), 2) == ["skl-1", "skl-5"]
     assert all(v.is_head for v in skills.list_heads(SVC, SkillFilter(), 100, 0)[0])
 
 

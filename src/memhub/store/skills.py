@@ -84,6 +84,11 @@ class SkillStore(ABC):
         """A page of head versions matching the filter, most recently updated first, and the total."""
 
     @abstractmethod
+    def head_ids(self, service_id: str, flt: SkillFilter, limit: int) -> list[str]:
+        """The skill ids of up to `limit` head versions matching the filter, most recently updated first (what a
+        search is confined to, without reading the skills themselves)."""
+
+    @abstractmethod
     def purge_versions(self, service_id: str, skill_id: str, created_before_ms: int) -> int:
         """Remove the non-head versions written before the time (the version TTL) and blobs left unused."""
 

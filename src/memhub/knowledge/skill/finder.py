@@ -81,12 +81,10 @@ class SkillFinder:
         if team_wide or not agent_id:
             return team_filter
         service_id = actor.caller.service_id
-        owned, _ = self.service.skills.list_heads(
-            service_id, replace(team_filter, owner_agent_ids=[agent_id]), USABLE_MAX, 0
-        )
+        owned = self.service.skills.head_ids(service_id, replace(team_filter, owner_agent_ids=[agent_id]), USABLE_MAX)
         allowed = None if readable is None else set(readable)
         bound = [s for s in self.bindings(service_id, agent_id) if allowed is None or s in allowed]
-        usable = sorted({s.skill_id for s in owned} | set(bound))
+        usable = sorted({*owned, *bound})
         return replace(team_filter, skill_ids=usable)
 
     # -- search -------------------------------------------------------------------------------------

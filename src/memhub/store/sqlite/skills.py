@@ -321,6 +321,11 @@ class SQLiteSkillStore(SkillSearch, SkillMining, SkillStore):
             ).fetchall()
             return versions_of(con, rows), total
 
+    def head_ids(self, service_id: str, flt: SkillFilter, limit: int) -> list[str]:
+        where, params = heads_where(service_id, flt)
+        sql = f"SELECT c.skill_id FROM skill_versions c WHERE {where} ORDER BY c.updated_ms DESC, c.rowid DESC LIMIT ?"
+        return [row[0] for row in self.store._reader().execute(sql, [*params, limit]).fetchall()]
+
     def read_blob(self, service_id: str, sha256: str) -> bytes | None:
         row = (
             self.store._reader()

@@ -23,6 +23,13 @@ MAX_REQUEST_CHARS = 500
 MAX_ARCHIVES = 50  # archive ids a draft remembers (more than the miner ever compares with)
 MINED_KEY = "mined"  # the metadata key a mined draft keeps its provenance under
 _SECRET_KEY = re.compile(r"pass(word|wd)?|secret|token|api[_-]?key|authorization|credential|private[_-]?key", re.I)
+# Secrets written inside a command or a value: `--password=x`, `--token x`, `TOKEN: x`, `Bearer x`, provider keys.
+_SECRET_ASSIGNMENT = re.compile(
+    r"(?i)(\b(?:[\w-]*(?:pass(?:word|wd)?|secret|token|api[_-]?key|credential)[\w-]*)\s*[=:]\s*|\bbearer\s+"
+    r"|(?<!\S)--?[\w-]*(?:pass(?:word|wd)?|secret|token|api[_-]?key|credential)[\w-]*\s+(?!-))"
+    r"(\"[^\"]*\"|'[^']*'|[^\s\"';&|]+)"
+)
+_SECRET_LITERAL = re.compile(r"\b(?:sk|pk|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{16,}\b|\bAKIA[0-9A-Z]{16}\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +62,15 @@ def _mask(value: Any) -> Any:
         return {k: "***" if _SECRET_KEY.search(str(k)) else _mask(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_mask(v) for v in value]
+    if isinstance(value, str):
+        return mask_text(value)
     return value
+
+
+def mask_text(text: str) -> str:
+    """Text with the secrets it spells out (`--password=x`, `Bearer x`, `sk-…` keys) replaced by `***`."""
+    text = _SECRET_ASSIGNMENT.sub(lambda m: m.group(1) + "***", text)
+    return _SECRET_LITERAL.sub("***", text)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -63,7 +78,7 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _example(arguments: Any) -> str:
-    text = arguments if isinstance(arguments, str) else json.dumps(_mask(arguments), ensure_ascii=False)
+    text = mask_text(arguments) if isinstance(arguments, str) else json.dumps(_mask(arguments), ensure_ascii=False)
     return _clip(" ".join(text.split()), MAX_EXAMPLE_CHARS)
 
 
@@ -107,7 +122,7 @@ def draft_from(recurrence: Recurrence, name: str, previous: Mapping[str, Any] | 
     ]
     request = next((c.request for c in recurrence.calls if c.request), None)
     if request:
-        lines += ["## When to use", "", "When a request like this one comes in:", "", _quote(request), ""]
+        lines += ["## When to use", "", "When a request like this one comes in:", "", _quote(mask_text(request)), ""]
     lines += ["## Steps", ""]
     for number, call in enumerate(recurrence.calls, 1):
         lines.append(f"{number}. {_describe(call.step)}")
