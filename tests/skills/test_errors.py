@@ -24,10 +24,7 @@ from memhub.knowledge.skill import errors as e
         (e.PatchNotUnique("x"), 42202, "SKILL_PATCH_NOT_UNIQUE: x"),
         (e.FrontmatterInvalid("x"), 42203, "SKILL_FRONTMATTER_INVALID: x"),
         (e.StorageNotFound("x"), 50301, "STORAGE_NOT_FOUND: x"),
-        (e.QueueUnavailable("x"), 50301, "QUEUE_UNAVAILABLE: x"),
-        (e.LLMUnavailable("x"), 50302, "LLM_UNAVAILABLE: x"),
         (e.SkillIdCollision("x"), 50304, "SKILL_ID_COLLISION: x"),
-        (e.SkillInternal("x"), 50001, "INTERNAL: x"),
     ],
 )
 def test_codes_messages_and_status(error: e.SkillError, code: int, message: str) -> None:

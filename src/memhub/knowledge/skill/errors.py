@@ -16,7 +16,7 @@ class SkillError(MemhubError):
     """A skill operation the service refused; `reason` is the original's error name."""
 
     reason: str = "SKILL_ERROR"
-    code = 50001
+    code = 50001  # the original's code for any other failure; every subclass names its own
 
     def __init__(self, detail: str | None = None, *, data: Any = None) -> None:
         super().__init__(f"{self.reason}: {detail}" if detail else self.reason, data=data)
@@ -133,29 +133,8 @@ class StorageNotFound(SkillError):
     code = 50301
 
 
-class QueueUnavailable(SkillError):
-    """Skill mining cannot take work now."""
-
-    reason = "QUEUE_UNAVAILABLE"
-    code = 50301
-
-
-class LLMUnavailable(SkillError):
-    """The LLM a skill operation needs is not configured or not reachable."""
-
-    reason = "LLM_UNAVAILABLE"
-    code = 50302
-
-
 class SkillIdCollision(SkillError):
     """No unused skill id was found in a few tries."""
 
     reason = "SKILL_ID_COLLISION"
     code = 50304
-
-
-class SkillInternal(SkillError):
-    """Any other failure of a skill operation."""
-
-    reason = "INTERNAL"
-    code = 50001
