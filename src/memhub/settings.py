@@ -205,6 +205,9 @@ class Settings(BaseSettings):
     skill_search_mode: Literal["bm25", "embedding", "hybrid"] = Field(
         "bm25", validation_alias=_names("MEMHUB_SKILL_SEARCH_MODE")
     )
+    skill_listing_mode: Literal["bm25", "embedding", "hybrid"] = Field(
+        "hybrid", validation_alias=_names("MEMHUB_SKILL_LISTING_MODE")
+    )
     skill_search_top_k: int = Field(20, ge=1, le=50, validation_alias=_names("MEMHUB_SKILL_SEARCH_TOP_K"))
 
     @field_validator(
@@ -338,6 +341,7 @@ class Settings(BaseSettings):
             max_export_bytes=self.skill_max_total_bytes,
             version_ttl_days=self.skill_version_ttl_days,
             search_mode=self.skill_search_mode,
+            listing_mode=self.skill_listing_mode,
             search_top_k=self.skill_search_top_k,
         )
 

@@ -161,3 +161,18 @@ def test_a_paraphrase_finds_a_skill_through_vectors(local_gw: Gateway) -> None:
     # Words and vectors together: the exact word still wins the tie-break.
     data = skills.ok("skill/search", {"query": "supplier payment verification", "mode": "hybrid"})
     assert data["strategy"] == "hybrid" and data["items"][0]["name"] == "invoice-check"
+
+
+@pytest.mark.timeout(300)
+def test_a_listing_for_a_query_finds_a_paraphrase_by_default(local_gw: Gateway) -> None:
+    """The listing reaches the prompt: it ranks by vectors too (MEMHUB_SKILL_LISTING_MODE, hybrid by default),
+    while `/v3/skill/search` without a mode keeps the original's BM25."""
+    skills = Skills(local_gw, {"team_id": "team-listing", "agent_id": "agent-listing"})
+    skills.create("garden-watering", "Water the tomato plants in the greenhouse every morning")
+    skills.create("expense-report", "File the monthly travel expense report")
+    local_gw.drain()
+    query = "irrigate vegetables"  # no word in common with any skill
+    assert skills.ok("skill/search", {"query": query})["items"] == []
+    listing = skills.ok("skill/listing", {"query": query})
+    assert listing["hits"] and listing["hits"][0]["name"] == "garden-watering"
+    assert "- garden-watering: Water the tomato plants" in listing["listing"]

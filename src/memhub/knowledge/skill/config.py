@@ -25,7 +25,11 @@ class SkillConfig:
     max_export_bytes: int = 50_000_000
     # Non-head versions older than this are unreadable (41002) and purged after the next write; 0: kept forever.
     version_ttl_days: float = 0
-    search_mode: SearchMode = "bm25"
+    search_mode: SearchMode = "bm25"  # `/v3/skill/search` without a `mode`: the original's default
+    # A listing for a query and the composer's skill notes reach the prompt, where a paraphrase must still find
+    # its skill; the agent kit's recall has usually embedded the same message just before, so the query vector
+    # comes from the cache. Without an embedder this ranks by BM25.
+    listing_mode: SearchMode = "hybrid"
     search_top_k: int = 20
     fast_path_min_name_length: int = 4
     listing_char_budget: int = 8_000

@@ -117,7 +117,7 @@ class SkillFinder:
         config = self.service.config
         service_id = caller.service_id
         if query and query.strip():
-            results = self.ranker.search(service_id, flt, query, mode=config.search_mode, top_k=config.search_top_k)
+            results = self.ranker.search(service_id, flt, query, mode=config.listing_mode, top_k=config.search_top_k)
             return render_listing([h.skill for h in results.hits], char_budget, mode="search")
         heads, total = self.service.skills.list_heads(service_id, flt, LISTING_CANDIDATES, 0)
         priority = self.bindings(service_id, actor.ids.agent_id) if actor.ids.agent_id else {}
@@ -136,7 +136,7 @@ class SkillFinder:
         actor = self.actor(caller, ids)
         flt = self.scope(actor, team_wide=True)
         config = self.service.config
-        results = self.ranker.search(caller.service_id, flt, question, mode=config.search_mode, top_k=limit)
+        results = self.ranker.search(caller.service_id, flt, question, mode=config.listing_mode, top_k=limit)
         own: set[str] = set()
         if agent_id:
             own = set(self.bindings(caller.service_id, agent_id))

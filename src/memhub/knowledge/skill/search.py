@@ -4,7 +4,7 @@ Three channels, as in the original's router design: BM25 over name, description 
 embedded name and description; and a name fast path. A skill whose name (at least four characters) occurs in the
 query is what the user asked for by name, so it comes first whatever the other channels say; the fused ranking
 follows without repeating it. `mode` picks the channels: `bm25` (lexical only), `embedding` (vectors only) or
-`hybrid` (both, the default). A mode that needs vectors falls back to BM25 when no embedder is configured or the
+`hybrid` (both). A mode that needs vectors falls back to BM25 when no embedder is configured or the
 provider fails, and the `strategy` label says which ranking answered (the original downgraded silently).
 
 Every channel is confined to the caller's filter inside the store (memhub.model.skills.SkillFilter): a skill the
