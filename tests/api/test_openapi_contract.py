@@ -8,7 +8,10 @@ from typing import Any
 
 import jsonschema_rs
 import pytest
+from fastapi import FastAPI
+from pydantic import BaseModel, Field
 
+from memhub.api import openapi
 from tests.conftest import Gateway
 from tests.meta.org import Org
 
@@ -178,3 +181,18 @@ def test_every_operation_declares_its_credentials_errors_and_envelopes(doc: dict
         }
     assert set(doc["paths"]["/v3/wiki/create"]["post"]["responses"]) >= {"200", "201"}
     assert set(doc["paths"]["/v3/wiki/page/write"]["post"]["responses"]) >= {"202"}
+
+
+def test_two_body_models_of_one_name_are_refused() -> None:
+    """Schemas are keyed by class name: a second model of the same name must not replace the first's rules."""
+
+    def model(min_length: int) -> type[BaseModel]:
+        class Message(BaseModel):
+            content: str = Field(min_length=min_length)
+
+        return Message
+
+    first, second = model(1), model(0)
+    assert openapi.document(FastAPI(), [first, first])["components"]["schemas"]["Message"]
+    with pytest.raises(ValueError, match="two body models are named Message"):
+        openapi.document(FastAPI(), [first, second])

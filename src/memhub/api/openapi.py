@@ -173,8 +173,11 @@ def document(app: FastAPI, models: Iterable[type[BaseModel]]) -> dict[str, Any]:
     schemas = components.setdefault("schemas", {})
     for model in models:
         model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-        schemas.update(model_schema.pop("$defs", {}))
-        schemas[model.__name__] = model_schema
+        for name, part in {**model_schema.pop("$defs", {}), model.__name__: model_schema}.items():
+            # Schemas are keyed by class name: two models of one name would silently describe one route's
+            # body with the other's rules.
+            if schemas.setdefault(name, part) != part:
+                raise ValueError(f"two body models are named {name}: give one of them another name")
     schemas["Envelope"] = ENVELOPE
     schemas["ErrorEnvelope"] = ERROR_ENVELOPE
     components["securitySchemes"] = SECURITY_SCHEMES

@@ -55,7 +55,7 @@ class _Message(MetaBody):
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
-class ConversationMessage(_Message):
+class SkillTurnMessage(_Message):
     """One message of a turn: any content (even empty), a numeric or textual timestamp."""
 
     content: str
@@ -78,7 +78,7 @@ class SkillConversationAdd(MetaBody):
     team_id: SessionPart
     agent_id: SessionPart
     task_id: TaskRef | None = None
-    messages: list[ConversationMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    messages: list[SkillTurnMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
 
     def unpaired(self) -> int | None:
         """The index of the first tool call or result without `tool_call_id` (the original's handler rule)."""
