@@ -51,6 +51,18 @@ class SkillVersion:
 
 
 @dataclass(frozen=True, slots=True)
+class SkillHeadline:
+    """What a listing shows of a head: enough for one `- name: description` line, read without the content."""
+
+    skill_id: str
+    version: int
+    name: str
+    description: str
+    owner_agent_id: str
+    updated_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class NewSkillVersion:
     """What a write appends: the next version's content and its complete manifest.
 
@@ -83,6 +95,8 @@ class SkillFilter:
     statuses: Sequence[SkillStatus] = ("active",)
     # Only these skills (the ones the caller may read); None: every skill of the tenant.
     skill_ids: Sequence[str] | None = None
+    # With `owner_agent_ids`: these skills count too, whoever owns them (the skills bound to an agent).
+    also_skill_ids: Sequence[str] | None = None
 
 
 class SkillStoreError(Exception):

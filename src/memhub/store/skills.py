@@ -23,6 +23,7 @@ from memhub.model.skills import (
     NewSkillVersion,
     SessionKey,
     SkillFilter,
+    SkillHeadline,
     SkillVersion,
 )
 
@@ -82,6 +83,10 @@ class SkillStore(ABC):
     @abstractmethod
     def list_heads(self, service_id: str, flt: SkillFilter, limit: int, offset: int) -> tuple[list[SkillVersion], int]:
         """A page of head versions matching the filter, most recently updated first, and the total."""
+
+    @abstractmethod
+    def headlines(self, service_id: str, flt: SkillFilter, limit: int) -> tuple[list[SkillHeadline], int]:
+        """Up to `limit` heads matching the filter as headlines, most recently updated first, and the total."""
 
     @abstractmethod
     def head_ids(self, service_id: str, flt: SkillFilter, limit: int) -> list[str]:

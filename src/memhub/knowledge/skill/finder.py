@@ -29,8 +29,6 @@ from memhub.model.skills import SkillFilter, SkillVersion
 
 # The most heads a listing without a query reads: beyond a few hundred lines no prompt budget holds them.
 LISTING_CANDIDATES = 500
-# The most skills an agent's own set is read into a filter with (owned or bound).
-USABLE_MAX = 10_000
 NOTE_BODY_CHARS = 600
 
 
@@ -81,11 +79,10 @@ class SkillFinder:
         if team_wide or not agent_id:
             return team_filter
         service_id = actor.caller.service_id
-        owned = self.service.skills.head_ids(service_id, replace(team_filter, owner_agent_ids=[agent_id]), USABLE_MAX)
-        allowed = None if readable is None else set(readable)
-        bound = [s for s in self.bindings(service_id, agent_id) if allowed is None or s in allowed]
-        usable = sorted({*owned, *bound})
-        return replace(team_filter, skill_ids=usable)
+        # The store reads "owned by the agent, or bound to it" inside its query: an agent owning thousands of
+        # skills costs no list of ids. Bound skills stay within what the caller may read (`skill_ids`).
+        bound = sorted(self.bindings(service_id, agent_id))
+        return replace(team_filter, owner_agent_ids=[agent_id], also_skill_ids=bound)
 
     # -- search -------------------------------------------------------------------------------------
 
@@ -119,9 +116,9 @@ class SkillFinder:
         if query and query.strip():
             results = self.ranker.search(service_id, flt, query, mode=config.listing_mode, top_k=config.search_top_k)
             return render_listing([h.skill for h in results.hits], char_budget, mode="search")
-        heads, total = self.service.skills.list_heads(service_id, flt, LISTING_CANDIDATES, 0)
+        heads, total = self.service.skills.headlines(service_id, flt, LISTING_CANDIDATES)
         priority = self.bindings(service_id, actor.ids.agent_id) if actor.ids.agent_id else {}
-        # list_heads gives most recently updated first; a stable sort by priority keeps that order within one.
+        # headlines come most recently updated first; a stable sort by priority keeps that order within one.
         ordered = sorted(heads, key=lambda s: -priority.get(s.skill_id, SKILL_PRIORITY))
         listing = render_listing(ordered, char_budget, mode="full", left_out=total - len(heads))
         return listing if listing.truncated == 0 else replace(listing, mode="search")

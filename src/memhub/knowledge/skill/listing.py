@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from memhub.formats.fence import escape_tags
-from memhub.model.skills import SkillVersion
+from memhub.model.skills import SkillHeadline, SkillVersion
 from memhub.retrieval.packing import pack
 
 LISTING_TAG = "available_skills"
@@ -27,6 +27,8 @@ DEFAULT_CHAR_BUDGET = 8_000
 MAX_CHAR_BUDGET = 64_000
 
 ListingMode = Literal["full", "search"]
+# A search hit is a whole head; a listing without a query reads headlines only.
+Listed = SkillHeadline | SkillVersion
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +37,7 @@ class Listing:
 
     mode: ListingMode
     listing: str
-    hits: tuple[SkillVersion, ...]
+    hits: tuple[Listed, ...]
     truncated: int  # lines left out for the budget
 
     def view(self) -> dict[str, Any]:
@@ -48,16 +50,14 @@ class Listing:
         }
 
 
-def listing_line(skill: SkillVersion) -> str:
+def listing_line(skill: Listed) -> str:
     """`- name: description` on one line, with our prompt tags escaped."""
     name = escape_tags(" ".join(skill.name.split()))
     description = escape_tags(" ".join(skill.description.split()))
     return f"- {name}: {description}"
 
 
-def render_listing(
-    skills: Sequence[SkillVersion], char_budget: int, *, mode: ListingMode, left_out: int = 0
-) -> Listing:
+def render_listing(skills: Sequence[Listed], char_budget: int, *, mode: ListingMode, left_out: int = 0) -> Listing:
     """The block of `skills` (best first) within `char_budget` characters; `left_out` counts skills the caller
     did not pass that the block also leaves out (beyond a listing's page)."""
     if char_budget < 0:

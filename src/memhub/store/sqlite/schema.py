@@ -180,4 +180,11 @@ MIGRATIONS: list[Migration] = [
     # v12: where a session stood when its L1 job was dead-lettered; no new job until a message comes after it.
     "ALTER TABLE pipeline_sessions ADD COLUMN l1_dead_rowid INTEGER",
     create_skill_tables,
+    # Migration 14: the names of skill heads alone, so the name fast path scans names, not whole rows; and an
+    # agent's heads newest first, for its listing.
+    """
+    CREATE INDEX skill_head_names ON skill_versions (service_id, name) WHERE is_head = 1;
+    CREATE INDEX skill_heads_by_owner ON skill_versions (service_id, team_id, owner_agent_id, updated_ms)
+        WHERE is_head = 1;
+    """,
 ]

@@ -51,8 +51,12 @@ def heads_where(service_id: str, flt: SkillFilter, alias: str = "c") -> tuple[st
         clauses.append(f"{p}team_id = ?")
         params.append(flt.team_id)
     if flt.owner_agent_ids is not None:
-        clauses.append(f"{p}owner_agent_id IN (SELECT value FROM json_each(?))")
+        owners = f"{p}owner_agent_id IN (SELECT value FROM json_each(?))"
         params.append(dumps(list(flt.owner_agent_ids)))
+        if flt.also_skill_ids:
+            owners = f"({owners} OR {p}skill_id IN (SELECT value FROM json_each(?)))"
+            params.append(dumps(list(flt.also_skill_ids)))
+        clauses.append(owners)
     if flt.user_id is not None:
         clauses.append(f"{p}user_id = ?")
         params.append(flt.user_id)

@@ -85,17 +85,19 @@ class SkillSearch:
 
     def names_in(self, service_id: str, flt: SkillFilter, text: str, min_length: int) -> list[SkillVersion]:
         where, params = heads_where(service_id, flt)
-        haystack = text.casefold()
         with self._snapshot() as con:
-            # Names only first (SQLite's lower() folds ASCII alone), then the few matching heads in full.
-            names = con.execute(
-                f"SELECT c.rowid, c.name FROM skill_versions c WHERE {where} AND length(c.name) >= ?",
-                [*params, max(min_length, 1)],
+            # Skill names are lowercase ASCII (the SKILL.md name rule), so instr() over the lowercased text finds
+            # them. The names index alone is scanned first; the filter then reads only the few heads that match.
+            named = con.execute(
+                "SELECT rowid FROM skill_versions INDEXED BY skill_head_names "
+                "WHERE service_id = ? AND is_head = 1 AND length(name) >= ? AND instr(?, name) > 0",
+                (service_id, max(min_length, 1), text.lower()),
             ).fetchall()
-            hits = [r["rowid"] for r in names if r["name"].casefold() in haystack]
+            if not named:
+                return []
             rows = con.execute(
-                "SELECT * FROM skill_versions WHERE rowid IN (SELECT value FROM json_each(?)) "
-                "ORDER BY length(name) DESC, updated_ms DESC, rowid DESC",
-                (dumps(hits),),
+                f"SELECT c.* FROM skill_versions c WHERE {where} AND c.rowid IN (SELECT value FROM json_each(?)) "
+                "ORDER BY length(c.name) DESC, c.updated_ms DESC, c.rowid DESC",
+                [*params, dumps([r[0] for r in named])],
             ).fetchall()
             return versions_of(con, rows)

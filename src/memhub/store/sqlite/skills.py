@@ -22,6 +22,7 @@ from memhub.model.skills import (
     NameTaken,
     NewSkillVersion,
     SkillFilter,
+    SkillHeadline,
     SkillMissing,
     SkillStatus,
     SkillVersion,
@@ -320,6 +321,17 @@ class SQLiteSkillStore(SkillSearch, SkillMining, SkillStore):
                 [*params, limit, offset],
             ).fetchall()
             return versions_of(con, rows), total
+
+    def headlines(self, service_id: str, flt: SkillFilter, limit: int) -> tuple[list[SkillHeadline], int]:
+        where, params = heads_where(service_id, flt)
+        with self._snapshot() as con:
+            total = con.execute(f"SELECT COUNT(*) FROM skill_versions c WHERE {where}", params).fetchone()[0]
+            rows = con.execute(
+                "SELECT c.skill_id, c.version, c.name, c.description, c.owner_agent_id, c.updated_ms "
+                f"FROM skill_versions c WHERE {where} ORDER BY c.updated_ms DESC, c.rowid DESC LIMIT ?",
+                [*params, limit],
+            ).fetchall()
+        return [SkillHeadline(*row) for row in rows], total
 
     def head_ids(self, service_id: str, flt: SkillFilter, limit: int) -> list[str]:
         where, params = heads_where(service_id, flt)
