@@ -293,12 +293,20 @@ def test_filter_semantics(store: MemoryStore) -> None:
         page, total = skills.list_heads(SVC, flt, 100, 0)
         assert total == len(page)
         assert skills.head_ids(SVC, flt, 100) == ids(page)  # the ids-only read agrees with the listing
+        lines, counted = skills.headlines(SVC, flt, 100)
+        assert counted == total and [(h.skill_id, h.version, h.name, h.description) for h in lines] == [
+            (v.skill_id, v.version, v.name, v.description) for v in page
+        ]
         return ids(page)
 
     assert listed(SkillFilter()) == ["skl-1", "skl-5", "skl-4", "skl-2"]  # active heads, newest update first
     assert listed(SkillFilter(team_id="team")) == ["skl-1", "skl-5", "skl-2"]
     assert listed(SkillFilter(owner_agent_ids=["a2"])) == ["skl-2"]
     assert listed(SkillFilter(owner_agent_ids=[])) == []
+    # Owned by a2, or one of the `also` ids whoever owns them (an agent's bound skills).
+    assert listed(SkillFilter(owner_agent_ids=["a2"], also_skill_ids=["skl-5", "skl-6"])) == ["skl-5", "skl-2"]
+    assert listed(SkillFilter(owner_agent_ids=[], also_skill_ids=["skl-5"])) == ["skl-5"]
+    assert listed(SkillFilter(owner_agent_ids=["a2"], also_skill_ids=["skl-5"], skill_ids=["skl-2"])) == ["skl-2"]
     assert listed(SkillFilter(user_id="u2", statuses=("active", "candidate"))) == ["skl-3", "skl-2"]
     assert listed(SkillFilter(statuses=("archived",))) == ["skl-6"]
     assert listed(SkillFilter(statuses=())) == []
@@ -313,6 +321,7 @@ def test_filter_semantics(store: MemoryStore) -> None:
     page, total = skills.list_heads(SVC, SkillFilter(), 2, 1)
     assert (ids(page), total) == (["skl-5", "skl-4"], 4)
     assert skills.head_ids(SVC, SkillFilter(), 2) == ["skl-1", "skl-5"]
+    assert [h.skill_id for h in skills.headlines(SVC, SkillFilter(), 2)[0]] == ["skl-1", "skl-5"]
     assert all(v.is_head for v in skills.list_heads(SVC, SkillFilter(), 100, 0)[0])
 
 
