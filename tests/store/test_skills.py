@@ -442,6 +442,12 @@ def test_names_in_text(store: MemoryStore) -> None:
     all_statuses = SkillFilter(statuses=("active", "candidate"), skill_ids=["skl-4"])
     assert ids(skills.names_in(SVC, all_statuses, text, 3)) == ["skl-4"]
     assert skills.names_in(SVC, SkillFilter(), "nothing here", 3) == []
+    # A text of long unbroken runs has too many pieces to look up one by one: the names are scanned instead.
+    noise = "".join("abcdefghijklmnopqrstuvwxyz0123456789"[(i * 7 + i // 36) % 36] for i in range(3_000))
+    long_run = noise + "pdf-extract" + noise
+    assert ids(skills.names_in(SVC, SkillFilter(), long_run, 4)) == ["skl-1"]
+    assert ids(skills.names_in(SVC, SkillFilter(), "(pdf-extract)", 4)) == ["skl-1"]
+    assert skills.names_in(SVC, SkillFilter(), "pdf extract", 4) == []  # a name never spans a space
 
 
 # -- mining ----------------------------------------------------------------------------------------------

@@ -182,14 +182,10 @@ def snippet(skill: SkillVersion, terms: QueryTerms) -> str:
 
 def _first_match(body: str, terms: QueryTerms) -> int | None:
     """Where the earliest query term occurs (a stemmed word matches at a word start, case-insensitively)."""
-    positions: list[int] = []
-    for word in terms.words:
-        pattern = rf"(?<!\w){re.escape(word)}" if word.isascii() else re.escape(word)
-        match = re.search(pattern, body, re.IGNORECASE)
-        if match:
-            positions.append(match.start())
-    for gram in terms.grams:
-        at = body.find(gram)
-        if at != -1:
-            positions.append(at)
-    return min(positions, default=None)
+    words = [rf"(?<!\w){re.escape(w)}" if w.isascii() else re.escape(w) for w in terms.words]
+    grams = [re.escape(g) for g in terms.grams]
+    if not words and not grams:
+        return None
+    # One pass over the body for every term: the leftmost match is the earliest term.
+    match = re.search("|".join([*words, *grams]), body, re.IGNORECASE)
+    return match.start() if match else None

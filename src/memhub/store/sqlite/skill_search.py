@@ -7,6 +7,7 @@ index with the caller's allowed heads and merges by cosine. The filter applies b
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -85,14 +86,22 @@ class SkillSearch:
 
     def names_in(self, service_id: str, flt: SkillFilter, text: str, min_length: int) -> list[SkillVersion]:
         where, params = heads_where(service_id, flt)
+        candidates = name_candidates(text, max(min_length, 1))
         with self._snapshot() as con:
-            # Skill names are lowercase ASCII (the SKILL.md name rule), so instr() over the lowercased text finds
-            # them. The names index alone is scanned first; the filter then reads only the few heads that match.
-            named = con.execute(
-                "SELECT rowid FROM skill_versions INDEXED BY skill_head_names "
-                "WHERE service_id = ? AND is_head = 1 AND length(name) >= ? AND instr(?, name) > 0",
-                (service_id, max(min_length, 1), text.lower()),
-            ).fetchall()
+            if candidates is not None:
+                # Every piece of the text a name could be: looked up in the names index, one probe each.
+                named = con.execute(
+                    "SELECT rowid FROM skill_versions INDEXED BY skill_head_names "
+                    "WHERE service_id = ? AND is_head = 1 AND name IN (SELECT value FROM json_each(?))",
+                    (service_id, dumps(candidates)),
+                ).fetchall()
+            else:
+                # A text with long unbroken runs has too many pieces: scan the names instead.
+                named = con.execute(
+                    "SELECT rowid FROM skill_versions INDEXED BY skill_head_names "
+                    "WHERE service_id = ? AND is_head = 1 AND length(name) >= ? AND instr(?, name) > 0",
+                    (service_id, max(min_length, 1), text.lower()),
+                ).fetchall()
             if not named:
                 return []
             rows = con.execute(
@@ -101,3 +110,24 @@ class SkillSearch:
                 [*params, dumps([r[0] for r in named])],
             ).fetchall()
             return versions_of(con, rows)
+
+
+_NAME_RUN = re.compile(r"[a-z0-9-]+")
+MAX_NAME_CHARS = 64
+MAX_NAME_CANDIDATES = 4_000
+
+
+def name_candidates(text: str, min_length: int) -> list[str] | None:
+    """Every substring of the lowercased text that could be a skill name, or None when there are too many.
+
+    A name is lowercase letters, digits and hyphens (the SKILL.md name rule), so a name occurring in the text
+    lies inside one run of those characters: the substrings of each run between `min_length` and 64 characters.
+    """
+    found: set[str] = set()
+    for run in _NAME_RUN.findall(text.lower()):
+        for start in range(len(run) - min_length + 1):
+            for end in range(start + min_length, min(len(run), start + MAX_NAME_CHARS) + 1):
+                found.add(run[start:end])
+            if len(found) > MAX_NAME_CANDIDATES:
+                return None
+    return sorted(found)

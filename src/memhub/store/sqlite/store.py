@@ -62,6 +62,7 @@ DB_FILENAME = "memhub.db"
 EXACT_VECTOR_LIMIT = 20_000
 EMBEDDING_MODEL_SETTING = "embedding.model"
 IDEMPOTENCY_RETENTION_MS = 7 * 24 * 3600 * 1000
+MMAP_BYTES = 256 * 1024 * 1024  # address space only: pages are read on demand and shared with the OS cache
 
 _MESSAGES_FTS = FtsIndex(fts="l0_fts", vocab="l0_vocab", content="l0_messages", columns=(WORDS, GRAMS, CONTEXT))
 
@@ -117,6 +118,9 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
         con.execute(f"PRAGMA synchronous={self._synchronous}")
         con.execute("PRAGMA foreign_keys=ON")
         con.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
+        # Every worker thread has a connection of its own, each with a small private page cache: reads through
+        # a memory map share the OS page cache instead (a skill search at 10k skills: 18 -> 13 ms over HTTP).
+        con.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         with self._connections_lock:
             self._connections.append(con)
         return con
