@@ -133,6 +133,7 @@ def test_secrets_written_inside_commands_and_requests_are_masked() -> None:
     spelled_out = {
         "psql --password=hunter2 -h db": "psql --password=*** -h db",
         "export API_KEY=abc123; make": "export API_KEY=***; make",
+        "(the token is in TWINE_PASSWORD=pypi-AgE), thanks": "(the token is in TWINE_PASSWORD=***), thanks",
         'curl -H "Authorization: Bearer eyJhbGciOi.xyz" https://x': 'curl -H "Authorization: Bearer ***" https://x',
         'deploy --token "a b c" now': "deploy --token *** now",
         "mysql -u root --password --verbose": "mysql -u root --password --verbose",
@@ -151,3 +152,34 @@ def test_secrets_written_inside_commands_and_requests_are_masked() -> None:
     assert found is not None
     content = draft_from(found, "x").content
     assert "hunter2" not in content and "password=***" in content
+
+
+def _side_trip(session: str, tools: list[str]) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for i, tool in enumerate(tools):
+        cid = f"{session}-side{i}"
+        out += [
+            {"role": "tool_call", "content": json.dumps({"query": f"q{i}"}), "tool_name": tool, "tool_call_id": cid},
+            {"role": "tool_result", "content": "2 results", "tool_call_id": cid},
+        ]
+    return out
+
+
+def _with_side_trip(session: str, tools: list[str]) -> list[dict[str, object]]:
+    """The same fix, with side trips between running the tests and reading the code."""
+    work = fix_failing_test(session, "calc")
+    at = next(i for i, m in enumerate(work) if m.get("tool_name") == "read_file")
+    return work[:at] + _side_trip(session, tools) + work[at:]
+
+
+def test_side_trips_between_the_steps_do_not_split_the_procedure() -> None:
+    calls = successful_calls(fix_failing_test("s1", "calc"))
+    full = [c.step.signature for c in calls]
+    for tools in (["web_search"], ["web_search", "fetch_url", "web_search"]):
+        other = [c.step for c in successful_calls(_with_side_trip("s2", tools))]
+        found = find_recurrence("a1", calls, [("a2", other)])
+        assert found is not None and [s.signature for s in found.steps] == full, tools
+    # More side trips than MAX_GAP in a row: the two halves are no longer one procedure.
+    other = [c.step for c in successful_calls(_with_side_trip("s3", ["web_search", "fetch_url"] * 2))]
+    found = find_recurrence("a1", calls, [("a3", other)])
+    assert found is not None and len(found.steps) < len(full)

@@ -27,7 +27,7 @@ _SECRET_KEY = re.compile(r"pass(word|wd)?|secret|token|api[_-]?key|authorization
 _SECRET_ASSIGNMENT = re.compile(
     r"(?i)(\b(?:[\w-]*(?:pass(?:word|wd)?|secret|token|api[_-]?key|credential)[\w-]*)\s*[=:]\s*|\bbearer\s+"
     r"|(?<!\S)--?[\w-]*(?:pass(?:word|wd)?|secret|token|api[_-]?key|credential)[\w-]*\s+(?!-))"
-    r"(\"[^\"]*\"|'[^']*'|[^\s\"';&|]+)"
+    r"(\"[^\"]*\"|'[^']*'|[^\s\"';&|),\]}>]+)"
 )
 _SECRET_LITERAL = re.compile(r"\b(?:sk|pk|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{16,}\b|\bAKIA[0-9A-Z]{16}\b")
 

@@ -199,47 +199,70 @@ class Recurrence:
         return tuple(c.step for c in self.calls)
 
 
-def _longest_common_run(a: Sequence[Step], b: Sequence[Step]) -> tuple[int, int]:
-    """(start in `a`, length) of the longest run of steps that `a` and `b` share (earliest on ties)."""
-    best = (0, 0)
-    previous = [0] * (len(b) + 1)
-    for i in range(1, len(a) + 1):
-        current = [0] * (len(b) + 1)
-        for j in range(1, len(b) + 1):
-            if a[i - 1] == b[j - 1]:
-                current[j] = previous[j - 1] + 1
-                if current[j] > best[1]:
-                    best = (i - current[j], current[j])
-        previous = current
-    return best
+# Steps another archive may interleave between two steps of one procedure (a web search, a look at a file): the
+# same work done twice is rarely done in exactly the same order of side trips.
+MAX_GAP = 3
 
 
-def _contains(haystack: Sequence[Step], needle: Sequence[Step]) -> bool:
-    n = len(needle)
-    return any(tuple(haystack[i : i + n]) == tuple(needle) for i in range(len(haystack) - n + 1))
+def _longest_common_chain(a: Sequence[Step], b: Sequence[Step], gap: int = MAX_GAP) -> list[int]:
+    """Positions in `a` of the longest sequence of steps `a` and `b` both make in that order, with at most `gap`
+    other steps between two consecutive ones in either (the earliest such sequence on ties)."""
+    length = [[0] * len(b) for _ in a]
+    back: dict[tuple[int, int], tuple[int, int] | None] = {}
+    end: tuple[int, int] | None = None
+    for i, step in enumerate(a):
+        for j, other in enumerate(b):
+            if step != other:
+                continue
+            best, before = 1, None
+            for pi in range(max(0, i - gap - 1), i):
+                for pj in range(max(0, j - gap - 1), j):
+                    if length[pi][pj] + 1 > best:
+                        best, before = length[pi][pj] + 1, (pi, pj)
+            length[i][j], back[(i, j)] = best, before
+            if end is None or best > length[end[0]][end[1]]:
+                end = (i, j)
+    chain: list[int] = []
+    while end is not None:
+        chain.append(end[0])
+        end = back[end]
+    return chain[::-1]
+
+
+def _contains(haystack: Sequence[Step], needle: Sequence[Step], gap: int = MAX_GAP) -> bool:
+    """Whether `haystack` makes the steps of `needle` in order, at most `gap` other steps apart."""
+    if not needle:
+        return True
+    ends = [i for i, step in enumerate(haystack) if step == needle[0]]
+    for wanted in needle[1:]:
+        ends = [i for i, step in enumerate(haystack) if step == wanted and any(0 < i - e <= gap + 1 for e in ends)]
+        if not ends:
+            return False
+    return True
 
 
 def find_recurrence(
     archive_id: str, calls: Sequence[Call], others: Sequence[tuple[str, Sequence[Step]]], min_steps: int = 3
 ) -> Recurrence | None:
-    """The longest run of at least `min_steps` steps of this archive that another archive repeats, or None.
+    """The longest sequence of at least `min_steps` steps of this archive that another archive repeats in the same
+    order (side trips of up to MAX_GAP steps allowed in either), or None.
 
-    Ties go to the run more archives share, then to the earlier one in this archive.
+    Ties go to the sequence more archives share, then to the earlier one in this archive.
     """
     steps = [c.step for c in calls]
     best: tuple[int, int, int] | None = None  # (length, archives sharing it, -start)
-    chosen: tuple[int, int] | None = None
+    chosen: list[int] = []
     for _, other in others:
-        start, length = _longest_common_run(steps, other)
-        if length < min_steps:
+        chain = _longest_common_chain(steps, other)
+        if len(chain) < min_steps:
             continue
-        shared = sum(1 for _, o in others if _contains(o, steps[start : start + length]))
-        rank = (length, shared, -start)
+        run = [steps[p] for p in chain]
+        shared = sum(1 for _, o in others if _contains(o, run))
+        rank = (len(chain), shared, -chain[0])
         if best is None or rank > best:
-            best, chosen = rank, (start, length)
-    if chosen is None:
+            best, chosen = rank, chain
+    if not chosen:
         return None
-    start, length = chosen
-    run = steps[start : start + length]
+    run = [steps[p] for p in chosen]
     ids = [archive_id] + [other_id for other_id, o in others if _contains(o, run)]
-    return Recurrence(tuple(calls[start : start + length]), tuple(dict.fromkeys(ids)))
+    return Recurrence(tuple(calls[p] for p in chosen), tuple(dict.fromkeys(ids)))
