@@ -9,23 +9,7 @@ from typing import Any
 
 from tests.conftest import Gateway
 from tests.meta.org import Member, Org
-
-IDS = {"team_id": "team-1", "agent_id": "agent-1", "user_id": "user-1"}
-SUMMARY_KEYS = {
-    "skill_id",
-    "name",
-    "description",
-    "version",
-    "is_head",
-    "status",
-    "owner_user_id",
-    "owner_agent_id",
-    "team_id",
-    "task_id",
-    "created_at_ms",
-    "updated_at_ms",
-}
-
+from tests.skills.helpers import IDS
 
 STEPS = "# Steps\n1. run it\n"
 

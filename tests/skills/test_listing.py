@@ -14,7 +14,8 @@ from memhub.knowledge.skill.listing import CLOSE, EMPTY, OPEN, listing_line, ren
 from memhub.model.skills import SkillVersion
 from tests.conftest import Gateway, build_gateway
 from tests.meta.org import Org
-from tests.skills.search_kit import IDS, Skills
+from tests.skills.helpers import IDS
+from tests.skills.search_kit import Skills
 
 BASE = SkillVersion(
     service_id="svc-a",

@@ -10,7 +10,8 @@ import pytest
 
 from tests.conftest import Gateway, build_gateway
 from tests.meta.org import Org
-from tests.skills.search_kit import IDS, SUMMARY_KEYS, Skills
+from tests.skills.helpers import IDS, SUMMARY_KEYS
+from tests.skills.search_kit import Skills
 
 OTHER_AGENT = {**IDS, "agent_id": "agent-2"}
 

@@ -62,6 +62,42 @@ def chat_memory_asset_id(team_id: str, agent_id: str) -> str:
     return f"{CHAT_MEMORY_PREFIX}{team_id}-{agent_id}"
 
 
+def insert_auto_asset(
+    w: MetaWriter, agent: Row, asset_id: str, asset_type: str, name: str, *, source_type: str, visibility: str
+) -> Row:
+    """An asset memhub creates for an agent (its memory, a skill it wrote): owned by the agent's owner, in its
+    team, active. Inside the caller's transaction; no audit entry (the caller's action is audited)."""
+    now = now_iso()
+    asset = {
+        "asset_id": asset_id,
+        "team_id": agent["team_id"],
+        "asset_type": asset_type,
+        "name": name,
+        "description": None,
+        "owner_user_id": agent["owner_user_id"],
+        "source_type": source_type,
+        "source_ref": None,
+        "version": 1,
+        "visibility": visibility,
+        "status": AUTO_ASSET_STATUS,
+        "confidence": None,
+        "expires_at": None,
+        "last_used_at": None,
+        "usage_count": 0,
+        "content_ref": None,
+        "created_at": now,
+        "updated_at": now,
+        "metadata_json": "{}",
+    }
+    w.insert(MetaKind.ASSET, asset)
+    return asset
+
+
+def bind_asset(w: MetaWriter, agent_id: str, asset_id: str, asset_type: str, **extra: Any) -> Row:
+    """Bind an asset to an agent (`injection_mode`, `priority` default as the original's; `created_by` given)."""
+    return _insert_binding(w, agent_id, asset_id, asset_type, **extra)
+
+
 def _insert_binding(w: MetaWriter, agent_id: str, asset_id: str, asset_type: str, **extra: Any) -> Row:
     row = {
         "id": relation_id(),
@@ -98,29 +134,8 @@ def ensure_chat_memory_asset(w: MetaWriter, agent: Row, *, team_id: str | None =
     asset_id = chat_memory_asset_id(agent["team_id"], agent_id)
     asset = w.get(MetaKind.ASSET, asset_id)
     if asset is None:
-        now = now_iso()
-        asset = {
-            "asset_id": asset_id,
-            "team_id": agent["team_id"],
-            "asset_type": CHAT_MEMORY,
-            "name": f"Memory of {agent['name']}",
-            "description": None,
-            "owner_user_id": agent["owner_user_id"],
-            "source_type": "auto",
-            "source_ref": None,
-            "version": 1,
-            "visibility": "private",
-            "status": AUTO_ASSET_STATUS,
-            "confidence": None,
-            "expires_at": None,
-            "last_used_at": None,
-            "usage_count": 0,
-            "content_ref": None,
-            "created_at": now,
-            "updated_at": now,
-            "metadata_json": "{}",
-        }
-        w.insert(MetaKind.ASSET, asset)
+        name = f"Memory of {agent['name']}"
+        asset = insert_auto_asset(w, agent, asset_id, CHAT_MEMORY, name, source_type="auto", visibility="private")
     elif (asset["asset_type"], asset["owner_user_id"], asset["team_id"]) != (
         CHAT_MEMORY,
         agent["owner_user_id"],

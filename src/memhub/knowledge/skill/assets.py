@@ -7,9 +7,7 @@ management plane's (asset/update visibility, ACL grants, fixed-asset bindings).
 
 from __future__ import annotations
 
-from memhub.meta.clock import now_iso
-from memhub.meta.keys import relation_id
-from memhub.meta.permissions import AUTO_ASSET_STATUS
+from memhub.meta.assets import bind_asset, insert_auto_asset
 from memhub.model.meta import MetaKind, Row
 from memhub.store.meta import MetaReader, MetaWriter
 
@@ -25,41 +23,15 @@ def asset_id_taken(r: MetaReader, skill_id: str) -> bool:
 
 def register_skill_asset(w: MetaWriter, agent: Row, skill_id: str, name: str) -> Row:
     """The skill's asset and its binding to the owner agent (inside the caller's transaction)."""
-    now = now_iso()
-    asset = {
-        "asset_id": skill_id,
-        "team_id": agent["team_id"],
-        "asset_type": SKILL_ASSET,
-        "name": name,
-        "description": None,
-        "owner_user_id": agent["owner_user_id"],
-        "source_type": "extracted",
-        "source_ref": None,
-        "version": 1,
-        "visibility": "private",
-        "status": AUTO_ASSET_STATUS,
-        "confidence": None,
-        "expires_at": None,
-        "last_used_at": None,
-        "usage_count": 0,
-        "content_ref": None,
-        "created_at": now,
-        "updated_at": now,
-        "metadata_json": "{}",
-    }
-    w.insert(MetaKind.ASSET, asset)
-    w.insert(
-        MetaKind.FIXED_ASSET,
-        {
-            "id": relation_id(),
-            "agent_id": agent["agent_id"],
-            "asset_id": skill_id,
-            "asset_type": SKILL_ASSET,
-            "injection_mode": SKILL_INJECTION_MODE,
-            "priority": SKILL_PRIORITY,
-            "created_by": agent["owner_user_id"],
-            "created_at": now,
-        },
+    asset = insert_auto_asset(w, agent, skill_id, SKILL_ASSET, name, source_type="extracted", visibility="private")
+    bind_asset(
+        w,
+        agent["agent_id"],
+        skill_id,
+        SKILL_ASSET,
+        injection_mode=SKILL_INJECTION_MODE,
+        priority=SKILL_PRIORITY,
+        created_by=agent["owner_user_id"],
     )
     return asset
 
