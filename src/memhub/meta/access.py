@@ -17,7 +17,7 @@ from memhub.meta.caller import Caller
 from memhub.meta.guards import membership
 from memhub.model.meta import MetaKind
 from memhub.scope import DEFAULT_ID, Isolation
-from memhub.store.meta import MetaStore
+from memhub.store.meta import MetaReader, MetaStore
 
 
 class AccessDenied(Forbidden):
@@ -45,16 +45,26 @@ class DataPlaneAccess:
             return isolation
         team_id, agent_id = isolation.team_id, isolation.agent_id
         with self.store.reading(caller.service_id) as r:
-            if team_id == DEFAULT_ID or membership(r, team_id, user_id) is None:
+            if team_id == DEFAULT_ID:
                 raise AccessDenied("team_id", "not a team this user is an active member of")
-            agent = r.get(MetaKind.AGENT, agent_id) if agent_id != DEFAULT_ID else None
-            if agent is None or agent["team_id"] != team_id:
-                raise AccessDenied("agent_id", f"not an agent of team {team_id}")
-            if not agent_visible(r, agent, user_id):
-                raise AccessDenied("agent_id", "not an agent this user may use")
-            if isolation.task_id:
-                task = r.get(MetaKind.TASK, isolation.task_id)
-                if task is None or task["team_id"] != team_id:
-                    raise AccessDenied("task_id", f"not a task of team {team_id}")
+            check_user_ids(r, user_id, team_id, agent_id if agent_id != DEFAULT_ID else "", isolation.task_id)
         # The profile is the key's own user's (checked above) under the team it acts in.
         return replace(isolation, profile_team_id=team_id)
+
+
+def check_user_ids(r: MetaReader, user_id: str, team_id: str, agent_id: str | None, task_id: str | None) -> None:
+    """AccessDenied naming the first id a user key may not act under: a team it is not an active member of, an
+    agent not of that team or not one it may use (`agent_id` None: no agent asked for; "": a missing one), a task
+    not of that team."""
+    if membership(r, team_id, user_id) is None:
+        raise AccessDenied("team_id", "not a team this user is an active member of")
+    if agent_id is not None:
+        agent = r.get(MetaKind.AGENT, agent_id) if agent_id else None
+        if agent is None or agent["team_id"] != team_id:
+            raise AccessDenied("agent_id", f"not an agent of team {team_id}")
+        if not agent_visible(r, agent, user_id):
+            raise AccessDenied("agent_id", "not an agent this user may use")
+    if task_id:
+        task = r.get(MetaKind.TASK, task_id)
+        if task is None or task["team_id"] != team_id:
+            raise AccessDenied("task_id", f"not a task of team {team_id}")

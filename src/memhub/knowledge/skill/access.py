@@ -16,8 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from memhub.knowledge.skill.errors import SkillNotFound, SkillNotOwner, SkillTeamMismatch
-from memhub.meta.access import AccessDenied
-from memhub.meta.agents import agent_visible
+from memhub.meta.access import AccessDenied, check_user_ids
 from memhub.meta.caller import Caller
 from memhub.meta.guards import membership
 from memhub.meta.permissions import check_permission
@@ -81,18 +80,7 @@ class SkillAccess:
         if write and not ids.agent_id:
             raise AccessDenied("agent_id", "is required with a user key to write (the skill's owner agent)")
         with self.store.reading(caller.service_id) as r:
-            if membership(r, team_id, me) is None:
-                raise AccessDenied("team_id", "not a team this user is an active member of")
-            if ids.agent_id:
-                agent = r.get(MetaKind.AGENT, ids.agent_id)
-                if agent is None or agent["team_id"] != team_id:
-                    raise AccessDenied("agent_id", f"not an agent of team {team_id}")
-                if not agent_visible(r, agent, me):
-                    raise AccessDenied("agent_id", "not an agent this user may use")
-            if ids.task_id:
-                task = r.get(MetaKind.TASK, ids.task_id)
-                if task is None or task["team_id"] != team_id:
-                    raise AccessDenied("task_id", f"not a task of team {team_id}")
+            check_user_ids(r, me, team_id, ids.agent_id or None, ids.task_id)
         return Actor(caller, replace(ids, user_id=me))
 
     def may_read(self, actor: Actor, skill: SkillVersion) -> bool:
