@@ -114,7 +114,9 @@ class SkillFinder:
         config = self.service.config
         service_id = caller.service_id
         if query and query.strip():
-            results = self.ranker.search(service_id, flt, query, mode=config.listing_mode, top_k=config.search_top_k)
+            results = self.ranker.search(
+                service_id, flt, query, mode=config.listing_mode, top_k=config.search_top_k, snippets=False
+            )
             return render_listing([h.skill for h in results.hits], char_budget, mode="search")
         heads, total = self.service.skills.headlines(service_id, flt, LISTING_CANDIDATES)
         priority = self.bindings(service_id, actor.ids.agent_id) if actor.ids.agent_id else {}
@@ -133,7 +135,9 @@ class SkillFinder:
         actor = self.actor(caller, ids)
         flt = self.scope(actor, team_wide=True)
         config = self.service.config
-        results = self.ranker.search(caller.service_id, flt, question, mode=config.listing_mode, top_k=limit)
+        results = self.ranker.search(
+            caller.service_id, flt, question, mode=config.listing_mode, top_k=limit, snippets=False
+        )
         own: set[str] = set()
         if agent_id:
             own = set(self.bindings(caller.service_id, agent_id))

@@ -91,9 +91,17 @@ class SkillSearch:
         self.embedding = embedding
 
     def search(
-        self, service_id: str, flt: SkillFilter, query: str, *, mode: SearchMode = "hybrid", top_k: int = DEFAULT_TOP_K
+        self,
+        service_id: str,
+        flt: SkillFilter,
+        query: str,
+        *,
+        mode: SearchMode = "hybrid",
+        top_k: int = DEFAULT_TOP_K,
+        snippets: bool = True,
     ) -> SkillResults:
-        """The best `top_k` heads for the query: name mentions first, then the ranking of the chosen mode."""
+        """The best `top_k` heads for the query: name mentions first, then the ranking of the chosen mode
+        (`snippets`: excerpt each hit's body; a listing shows only names and descriptions)."""
         if mode not in SEARCH_MODES:
             raise ValueError(f"mode: must be one of {', '.join(SEARCH_MODES)}")
         top_k = max(1, min(top_k, MAX_TOP_K))
@@ -108,11 +116,12 @@ class SkillSearch:
         hits: list[SkillHit] = []
         for skill in named:
             # A named skill leads; its score is lifted to the query's best so scores never rise down the list.
-            hits.append(SkillHit(skill, max(ranked.get(skill.skill_id, 0.0), best), snippet(skill, terms), True))
+            excerpt = snippet(skill, terms) if snippets else ""
+            hits.append(SkillHit(skill, max(ranked.get(skill.skill_id, 0.0), best), excerpt, True))
         seen = {s.skill_id for s in named}
         for hit in outcome.hits:
             if hit.record.skill_id not in seen:
-                hits.append(SkillHit(hit.record, hit.score, snippet(hit.record, terms)))
+                hits.append(SkillHit(hit.record, hit.score, snippet(hit.record, terms) if snippets else ""))
         strategy = outcome.strategy if outcome.hits or not named else "name"
         return SkillResults(hits[:top_k], strategy, tuple(outcome.notes))
 
