@@ -183,11 +183,29 @@ def _asset_acls(r: MetaReader, asset_id: str) -> list[Row]:
     return r.find(MetaKind.ACL, {"asset_id": asset_id}, order_by=("created_at", "id"))
 
 
-def _may_read(asset: Row, user_id: str, member: Row | None, acls: Sequence[Row]) -> bool:
+def _may_read(asset: Row, user_id: str, member: Row | None, acls: Sequence[Row], agent_id: str | None = None) -> bool:
     # Owners always see their own assets, archived ones included: they may update or delete them anyway.
     if asset["owner_user_id"] == user_id:
         return True
-    return check_permission(asset, user_id, member, acls, "read").allowed
+    return check_permission(asset, user_id, member, acls, "read", agent_id).allowed
+
+
+def may_read_asset(r: MetaReader, asset: Row, user_id: str, agent_id: str | None = None) -> bool:
+    """Whether the user (acting through `agent_id`, if any) may read the asset."""
+    member = membership(r, asset["team_id"], user_id)
+    return _may_read(asset, user_id, member, _asset_acls(r, asset["asset_id"]), agent_id)
+
+
+def readable_asset_ids(
+    r: MetaReader, user_id: str, team_id: str, asset_type: str, agent_id: str | None = None
+) -> list[str]:
+    """The ids of the team's assets of one type that the user (acting through `agent_id`, if any) may read, in
+    one query for the assets and one for the ACL entries that could apply, however many assets there are."""
+    member = membership(r, team_id, user_id)
+    subjects = {user_id} | ({member["role"]} if member else set()) | ({agent_id} if agent_id else set())
+    acls = _acls_by_asset(r, "read", subjects)
+    assets = r.find(MetaKind.ASSET, {"team_id": team_id, "asset_type": asset_type})
+    return sorted(a["asset_id"] for a in assets if _may_read(a, user_id, member, acls.get(a["asset_id"], ()), agent_id))
 
 
 def _readable_asset(r: MetaReader, caller: Caller, asset_id: str) -> Row:
@@ -202,7 +220,7 @@ def _readable_asset(r: MetaReader, caller: Caller, asset_id: str) -> Row:
 
 
 def _readable(r: MetaReader, asset: Row, user_id: str) -> bool:
-    return _may_read(asset, user_id, membership(r, asset["team_id"], user_id), _asset_acls(r, asset["asset_id"]))
+    return may_read_asset(r, asset, user_id)
 
 
 def _members_agent(r: MetaReader, caller: Caller, agent_id: str) -> tuple[Row, Row]:

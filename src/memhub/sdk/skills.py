@@ -185,7 +185,7 @@ class _SkillCalls(Generic[ResultT]):
         user_id: str | None = None,
         task_id: str | None = None,
     ) -> ResultT:
-        """`POST /v3/skill/delete`: archive the skill (its versions stay readable)."""
+        """`POST /v3/skill/delete`: remove the skill, every version and its files (`{skill_id, archived: true}`)."""
         body = self._body(team_id, agent_id, user_id, task_id, skill_id=skill_id, expected_version=expected_version)
         return self._post("delete", body)
 

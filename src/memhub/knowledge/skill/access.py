@@ -17,9 +17,8 @@ from dataclasses import dataclass, replace
 
 from memhub.knowledge.skill.errors import SkillNotFound, SkillNotOwner, SkillTeamMismatch
 from memhub.meta.access import AccessDenied, check_user_ids
+from memhub.meta.assets import may_read_asset, readable_asset_ids
 from memhub.meta.caller import Caller
-from memhub.meta.guards import membership
-from memhub.meta.permissions import check_permission
 from memhub.model.meta import MetaKind, Row
 from memhub.model.skills import SkillVersion
 from memhub.store.meta import MetaReader, MetaStore
@@ -51,13 +50,7 @@ class Actor:
 
 
 def _readable(r: MetaReader, asset: Row | None, user_id: str, agent_id: str | None) -> bool:
-    if asset is None or asset["asset_type"] != SKILL_ASSET:
-        return False
-    if asset["owner_user_id"] == user_id:
-        return True
-    acls = r.find(MetaKind.ACL, {"asset_id": asset["asset_id"]})
-    member = membership(r, asset["team_id"], user_id)
-    return check_permission(asset, user_id, member, acls, "read", agent_id).allowed
+    return asset is not None and asset["asset_type"] == SKILL_ASSET and may_read_asset(r, asset, user_id, agent_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +110,7 @@ class SkillAccess:
         user_id, team_id = actor.caller.user_id, actor.ids.team_id
         assert user_id is not None and team_id is not None
         with self.store.reading(actor.caller.service_id) as r:
-            assets = r.find(MetaKind.ASSET, {"team_id": team_id, "asset_type": SKILL_ASSET})
-            return sorted(a["asset_id"] for a in assets if _readable(r, a, user_id, actor.ids.agent_id))
+            return readable_asset_ids(r, user_id, team_id, SKILL_ASSET, actor.ids.agent_id)
 
     def owner_agent(self, actor: Actor) -> Row | None:
         """The meta agent a new skill of this request is bound to: `agent_id` in `team_id`, when it exists.
