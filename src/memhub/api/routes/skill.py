@@ -13,6 +13,7 @@ from typing import Any
 
 from memhub.api.guarded import Guard, GuardedCall, GuardedRoute
 from memhub.api.skill_schemas import (
+    Pagination,
     SkillBody,
     SkillCreate,
     SkillDelete,
@@ -53,6 +54,17 @@ def _payloads(resources: Sequence[SkillResource] | None) -> list[ResourcePayload
 
 def _flag(value: bool | None) -> bool:
     return True if value is None else value
+
+
+def _page(page: Pagination | None) -> dict[str, int]:
+    return {"limit": (page.limit if page else None) or DEFAULT_PAGE, "offset": (page.offset if page else None) or 0}
+
+
+def skill_route(path: str, model: type, handler: Any, summary: str, body_bytes: int | None = None) -> GuardedRoute:
+    """A `/v3/skill/<path>` route: data-plane authentication, body errors answered as 40001 with HTTP 200."""
+    return GuardedRoute(
+        path, model, handler, guard=Guard.DATA, summary=summary, max_body_bytes=body_bytes, invalid_code=BAD_REQUEST
+    )
 
 
 def routes(service: SkillService, *, files_body_bytes: int) -> list[GuardedRoute]:
@@ -111,8 +123,7 @@ def routes(service: SkillService, *, files_body_bytes: int) -> list[GuardedRoute
             owner_agent_id=filters.owner_agent_id if filters else None,
             name_prefix=filters.name_prefix if filters else None,
             statuses=filters.status if filters else None,
-            limit=(page.limit if page and page.limit else DEFAULT_PAGE),
-            offset=(page.offset if page and page.offset else 0),
+            **_page(page),
         )
 
     def versions(call: GuardedCall, body: SkillVersions) -> Any:
@@ -121,8 +132,7 @@ def routes(service: SkillService, *, files_body_bytes: int) -> list[GuardedRoute
             call.caller,
             skill_ids(body),
             body.skill_id,
-            limit=(page.limit if page and page.limit else DEFAULT_PAGE),
-            offset=(page.offset if page and page.offset else 0),
+            **_page(page),
         )
 
     def files_write(call: GuardedCall, body: SkillFilesWrite) -> Any:
@@ -141,17 +151,7 @@ def routes(service: SkillService, *, files_body_bytes: int) -> list[GuardedRoute
     def export(call: GuardedCall, body: SkillExport) -> Any:
         return service.export(call.caller, skill_ids(body), body.skill_id, body.version)
 
-    def route(path: str, model: type, handler: Any, summary: str, body_bytes: int | None = None) -> GuardedRoute:
-        return GuardedRoute(
-            path,
-            model,
-            handler,
-            guard=Guard.DATA,
-            summary=summary,
-            max_body_bytes=body_bytes,
-            invalid_code=BAD_REQUEST,
-        )
-
+    route = skill_route
     return [
         route("create", SkillCreate, create, "Create a skill: SKILL.md and its files, version 1", files_body_bytes),
         route("update", SkillUpdate, update, "Replace SKILL.md of the head version (compare-and-set)"),

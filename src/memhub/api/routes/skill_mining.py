@@ -11,7 +11,8 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from memhub.api.guarded import Guard, GuardedCall, GuardedRoute
+from memhub.api.guarded import GuardedCall, GuardedRoute
+from memhub.api.routes.skill import skill_route
 from memhub.api.skill_mining_schemas import SkillConversationAdd, SkillExtract, SkillForceArchive
 from memhub.knowledge.skill.access import SkillAccess, SkillIds
 from memhub.knowledge.skill.errors import SkillBadRequest
@@ -19,7 +20,6 @@ from memhub.knowledge.skill.mining.service import Archived, MiningService
 from memhub.meta.caller import Caller
 from memhub.model.skills import SessionKey
 
-BAD_REQUEST = SkillBadRequest.code
 EMPTY_BUFFER = "No messages in buffer to archive"
 
 
@@ -71,8 +71,7 @@ def routes(mining: MiningService, access: SkillAccess) -> list[GuardedRoute]:
         archived = mining.extract(key, [m.wire() for m in body.messages], body.task_id, body.reason, iterations)
         return {"ok": True, **_archived(archived)}
 
-    def route(path: str, model: Any, handler: Any, summary: str) -> GuardedRoute:
-        return GuardedRoute(path, model, handler, Guard.DATA, summary, invalid_code=BAD_REQUEST)
+    route = skill_route
 
     return [
         route("extract", SkillExtract, extract, "Archive a slice of agent work for skill mining now"),

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from memhub.api.guarded import Guard, GuardedCall, GuardedRoute
-from memhub.api.routes.skill import BAD_REQUEST, skill_ids
+from memhub.api.guarded import GuardedCall, GuardedRoute
+from memhub.api.routes.skill import skill_ids, skill_route
 from memhub.api.skill_schemas import SkillBody
 from memhub.knowledge.skill.finder import SkillFinder
 from memhub.knowledge.skill.listing import MAX_CHAR_BUDGET
@@ -59,8 +59,7 @@ def routes(finder: SkillFinder) -> list[GuardedRoute]:
         budget = finder.service.config.listing_char_budget if body.char_budget is None else body.char_budget
         return finder.listing(call.caller, skill_ids(body), body.query, budget).view()
 
-    def route(path: str, model: type, handler: Any, summary: str) -> GuardedRoute:
-        return GuardedRoute(path, model, handler, guard=Guard.DATA, summary=summary, invalid_code=BAD_REQUEST)
+    route = skill_route
 
     return [
         route("search", SkillSearchRequest, search, "Search the skills the caller may read (BM25, vectors, names)"),
