@@ -156,6 +156,38 @@ class Settings(BaseSettings):
     # `memhub serve --knowledge-only` listens here (the reference knowledge service's port).
     knowledge_port: int = Field(8421, ge=1, le=65535, validation_alias=_names("MEMHUB_KNOWLEDGE_PORT"))
     knowledge_language: Literal["en", "zh"] = Field("en", validation_alias=_names("MEMHUB_KNOWLEDGE_LANGUAGE"))
+    # The memory proxy (`/proxy/{space_id}/v1/...`): where each protocol's turns are forwarded, and the provider key
+    # used when the caller sends none of its own (`x-provider-api-key`, or a non-memhub Anthropic `x-api-key`).
+    proxy_openai_base_url: str = Field(
+        "https://api.openai.com/v1", validation_alias=_names("MEMHUB_PROXY_OPENAI_BASE_URL")
+    )
+    proxy_openai_api_key: str = Field("", validation_alias=_names("MEMHUB_PROXY_OPENAI_API_KEY"))
+    proxy_anthropic_base_url: str = Field(
+        "https://api.anthropic.com", validation_alias=_names("MEMHUB_PROXY_ANTHROPIC_BASE_URL")
+    )
+    proxy_anthropic_api_key: str = Field("", validation_alias=_names("MEMHUB_PROXY_ANTHROPIC_API_KEY"))
+    # Connecting to the upstream, and the longest wait for its next byte (a model may think for minutes).
+    proxy_connect_timeout_seconds: float = Field(
+        10, gt=0, le=600, validation_alias=_names("MEMHUB_PROXY_CONNECT_TIMEOUT_SECONDS")
+    )
+    proxy_read_timeout_seconds: float = Field(
+        600, gt=0, le=3600, validation_alias=_names("MEMHUB_PROXY_READ_TIMEOUT_SECONDS")
+    )
+    # The address the model's memory-tool recipes call (`<url>/memory-bridge/v3/...`); default: this server's own.
+    proxy_public_url: str | None = Field(None, validation_alias=_names("MEMHUB_PROXY_PUBLIC_URL"))
+    # Characters all injected blocks together may take; later blocks are dropped, the last one kept is cut.
+    proxy_injection_budget_chars: int = Field(
+        24_000, ge=1_000, le=400_000, validation_alias=_names("MEMHUB_PROXY_INJECTION_BUDGET_CHARS")
+    )
+    # Per-turn L1 recall before the user's message: off by default, as in the original, because a block that
+    # changes every turn ends the provider's prompt cache at that point.
+    proxy_turn_recall: bool = Field(False, validation_alias=_names("MEMHUB_PROXY_TURN_RECALL"))
+    # How long a session's injected blocks (and the memory tools' session token) stay valid.
+    proxy_session_ttl_seconds: int = Field(
+        86_400, ge=60, le=30 * 86_400, validation_alias=_names("MEMHUB_PROXY_SESSION_TTL_SECONDS")
+    )
+    # Write each main turn to L0 and the skills buffer after the response.
+    proxy_capture: bool = Field(True, validation_alias=_names("MEMHUB_PROXY_CAPTURE"))
     # Local folders (or git working trees) a wiki may read its sources from; none by default.
     wiki_source_roots: Annotated[list[Path], NoDecode] = Field(
         default_factory=list, validation_alias=_names("MEMHUB_WIKI_SOURCE_ROOTS")
@@ -229,7 +261,7 @@ class Settings(BaseSettings):
     def _code_graph_hosts(cls, value: list[str]) -> list[str]:
         return [allowlist_entry(entry) for entry in value]
 
-    @field_validator("knowledge_public_url", mode="after")
+    @field_validator("knowledge_public_url", "proxy_public_url", mode="after")
     @classmethod
     def _public_url(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
@@ -262,11 +294,17 @@ class Settings(BaseSettings):
 
     def knowledge_url(self) -> str:
         """Where agents reach /v3/tools: the configured public URL, else this server's address."""
-        if self.knowledge_public_url:
-            return self.knowledge_public_url
+        return self.knowledge_public_url or f"{self.own_url()}/v3"
+
+    def own_url(self) -> str:
+        """This server's address as a local client reaches it (a wildcard bind is reached on loopback)."""
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
         host = f"[{host}]" if ":" in host else host
-        return f"http://{host}:{self.port}/v3"
+        return f"http://{host}:{self.port}"
+
+    def proxy_url(self) -> str:
+        """Where the model's memory-tool recipes reach this proxy: the configured public URL, else this server."""
+        return self.proxy_public_url or self.own_url()
 
     def knowledge_origins(self) -> KnowledgeOrigins:
         """The origins a knowledge service_url may use: this server's public URL and the allow-list."""
@@ -278,6 +316,8 @@ class Settings(BaseSettings):
         "pipeline_enabled",
         "pipeline_warmup",
         "code_graph_allow_ssh",
+        "proxy_turn_recall",
+        "proxy_capture",
         mode="before",
     )
     @classmethod
