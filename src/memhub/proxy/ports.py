@@ -1,0 +1,76 @@
+"""The seams between the proxy's parts: the turn handler (`memhub.proxy.service`) calls these, and each is built
+by its own module (identity, injection, capture, `mem:` commands) and wired in `memhub.runtime`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from memhub.proxy.model import Block, ProxyIdentity, RequestKind, TurnOutput, WireProtocol
+
+
+class ProxyDenied(Exception):
+    """The caller may not use the proxy (no or a bad user key, a team or agent it may not act as).
+
+    Answered in the caller's protocol with `status` (401 or 403) before anything is forwarded.
+    """
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class IdentityResolver(Protocol):
+    """Who a request is for: the Bearer user key checked against this memhub's own key store (in process)."""
+
+    async def resolve(
+        self, headers: Mapping[str, str], *, space_id: str, agent_source: str, fallback_session: str
+    ) -> ProxyIdentity:
+        """The turn's identity; raises ProxyDenied. `fallback_session` is the protocol's stable derivation, used
+        when no session header came."""
+        ...
+
+
+class Injector(Protocol):
+    """The blocks a turn gets and where they go."""
+
+    async def blocks(self, identity: ProxyIdentity, kind: RequestKind, query: str) -> list[Block]:
+        """The turn's blocks: session-stable ones from the session cache (computed on a miss, except for a
+        fork, which reads only), plus per-turn ones when enabled; [] for side queries and auxiliary requests.
+        Never raises: a failing source is left out."""
+        ...
+
+    def splice(self, segments: Sequence[str], blocks: Sequence[Block], agent_source: str) -> list[str]:
+        """The system prompt's text segments with the `system.*` blocks spliced in at their slots (or points),
+        within the injection budget. Returns as many segments as given (one when given none)."""
+        ...
+
+    def flat(self, blocks: Sequence[Block]) -> str:
+        """The `system.*` blocks as one text, in placement order, within the budget (clients whose prompt has
+        no slots, e.g. the Responses protocol's `<tdai_injections>`)."""
+        ...
+
+    def user_prefix(self, blocks: Sequence[Block]) -> str:
+        """The `user.before` blocks' text ("" when none), to put before the turn's last user message."""
+        ...
+
+    def forget_session(self, identity: ProxyIdentity) -> None:
+        """Drop the session's cached blocks so the next turn recomputes them (`mem:sync`)."""
+        ...
+
+
+class TurnCapture(Protocol):
+    """Where a finished main turn goes: L0 and the skills conversation buffer, off the response path."""
+
+    def submit(self, identity: ProxyIdentity, protocol: WireProtocol, user_text: str, output: TurnOutput) -> None:
+        """Queue the turn; returns at once. Writes are retried and flushed on shutdown."""
+        ...
+
+
+class Commands(Protocol):
+    """`mem:` commands typed as the user's message, answered by the proxy and never sent upstream."""
+
+    async def run(self, identity: ProxyIdentity, user_text: str) -> str | None:
+        """The reply text when `user_text` is a `mem:` command, else None."""
+        ...
