@@ -39,6 +39,8 @@ from memhub.pipeline.runner import JobHandler, PipelineRunner
 from memhub.pipeline.service import PipelineService
 from memhub.pipeline.stages import LLMPersona, LLMScenes, RulePersona, RuleScenes, Stages
 from memhub.pipeline.worker import PipelineWorker
+from memhub.proxy.service import ProxyService
+from memhub.proxy.upstream import Endpoint, UpstreamConfig
 from memhub.retrieval.embed import build_embedder
 from memhub.settings import Settings
 from memhub.store import MemoryStore
@@ -219,6 +221,7 @@ class Hub:
     skill_mining: MiningService  # agent work buffered and archived; the pipeline's `skill` jobs mine it
     composer: ContextComposer
     knowledge_only: bool = False
+    proxy: ProxyService | None = None  # the memory proxy's turn handler (`/proxy/{space_id}/v1/...`)
 
     def start(self, *, pipeline: bool = True) -> None:
         """Start the background workers; the pipeline's only when `pipeline` (tests drain it on demand)."""
@@ -238,6 +241,16 @@ class Hub:
         if self.chat is not None:
             self.chat.close()
         self.store.close()
+
+
+def upstream_config(settings: Settings) -> UpstreamConfig:
+    """Where the memory proxy forwards each protocol, with the provider keys and timeouts from settings."""
+    return UpstreamConfig(
+        openai=Endpoint(settings.proxy_openai_base_url, settings.proxy_openai_api_key),
+        anthropic=Endpoint(settings.proxy_anthropic_base_url, settings.proxy_anthropic_api_key),
+        connect_timeout=settings.proxy_connect_timeout_seconds,
+        read_timeout=settings.proxy_read_timeout_seconds,
+    )
 
 
 def build_hub(

@@ -28,6 +28,7 @@ from memhub.api.routes import (
     memory_prompt,
     pipeline,
     profile,
+    proxy,
     recall,
     skill,
     skill_mining,
@@ -156,6 +157,10 @@ def create_app(hub: Hub, gateway_key: GatewayKey | None, *, run_pipeline: bool =
                 *skill_routes,
             )
         ]
+
+    if hub.proxy is not None:
+        # Last: the proxy's `/{agent}/{space_id}/v1/...` patterns must not shadow a route of memhub's own.
+        proxy.mount(app, hub.proxy)
 
     def openapi_document() -> dict[str, Any]:
         if app.openapi_schema is None:

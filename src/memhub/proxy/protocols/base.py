@@ -1,0 +1,164 @@
+"""What every protocol adapter offers the turn handler: read a request body (stream flag, user text, system
+prompt), inject blocks into it, read the model's answer (streamed or whole) and speak the protocol's own
+replies (a synthetic assistant message, an error)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+import secrets
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Any
+
+from memhub.proxy.model import Block, TurnOutput, WireProtocol
+from memhub.proxy.ports import Injector
+from memhub.proxy.protocols.sse import SseDecoder, SseEvent
+
+Body = dict[str, Any]
+
+# Claude Code puts its session in `metadata.user_id` (`user_<hash>_account_<uuid>_session_<uuid>`).
+_CC_SESSION = re.compile(r"_session_([0-9a-fA-F-]{8,64})$")
+
+
+class Family(StrEnum):
+    """Which provider API a protocol is served by (one base URL and one key each)."""
+
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+
+
+class StreamTap(ABC):
+    """Parses a copy of the SSE bytes the client receives; never changes them."""
+
+    def __init__(self) -> None:
+        self.decoder = SseDecoder()
+        self.output = TurnOutput()
+
+    def feed(self, chunk: bytes) -> None:
+        """Read the events `chunk` completes."""
+        for event in self.decoder.feed(chunk):
+            self.on_event(event)
+
+    def finish(self) -> TurnOutput:
+        """What the stream said, once it has ended."""
+        for event in self.decoder.close():
+            self.on_event(event)
+        self.settle()
+        return self.output
+
+    @abstractmethod
+    def on_event(self, event: SseEvent) -> None:
+        """Fold one event into `output`."""
+
+    def settle(self) -> None:  # noqa: B027 - most protocols have nothing left to assemble
+        """Assemble what was accumulated (tool calls kept by index) into `output`."""
+
+
+class ProtocolAdapter(ABC):
+    """One wire protocol. Bodies given to it are never mutated: `inject` returns a new one."""
+
+    protocol: WireProtocol
+    family: Family
+    upstream_path: str  # appended to the family's base URL
+
+    @staticmethod
+    def is_stream(body: Body) -> bool:
+        """Whether the client asked for server-sent events."""
+        return body.get("stream") is True
+
+    @abstractmethod
+    def last_user_text(self, body: Body) -> str | None:
+        """What the user typed this turn: the last message's text when it is the user's, else None (a tool
+        result continuing the turn, or no user message)."""
+
+    @abstractmethod
+    def first_user_text(self, body: Body) -> str:
+        """The conversation's opening user text ("" when none): stable across the turns of one conversation."""
+
+    def fallback_session(self, body: Body) -> str:
+        """A stable session id when the client sent no session header: Claude Code's metadata session, else a
+        digest of the model and the conversation's opening user message."""
+        metadata = body.get("metadata")
+        user = metadata.get("user_id") if isinstance(metadata, dict) else None
+        if isinstance(user, str) and (found := _CC_SESSION.search(user)):
+            return found.group(1)
+        seed = json.dumps([self.protocol.value, body.get("model"), self.first_user_text(body)], ensure_ascii=False)
+        return "derived-" + hashlib.sha256(seed.encode()).hexdigest()[:24]
+
+    def inject(self, body: Body, blocks: Sequence[Block], injector: Injector, agent_source: str) -> Body:
+        """A copy of `body` with the `system.*` blocks in the system prompt and the `user.before` ones before the
+        last user message."""
+        out = copy.deepcopy(body)
+        self.inject_system(out, blocks, injector, agent_source)
+        prefix = injector.user_prefix(blocks)
+        if prefix:
+            self.prefix_user(out, prefix)
+        return out
+
+    @abstractmethod
+    def inject_system(self, body: Body, blocks: Sequence[Block], injector: Injector, agent_source: str) -> None:
+        """Splice the `system.*` blocks into `body`'s system prompt (in place; `body` is already a copy)."""
+
+    @abstractmethod
+    def prefix_user(self, body: Body, prefix: str) -> None:
+        """Put `prefix` before the last user message's text (in place)."""
+
+    @abstractmethod
+    def tap(self) -> StreamTap:
+        """A fresh parser for one streamed response."""
+
+    @abstractmethod
+    def parse(self, raw: bytes) -> TurnOutput:
+        """The answer in a whole (non-streamed) response body; raises ValueError when it is not one."""
+
+    @abstractmethod
+    def reply(self, body: Body, text: str) -> Body:
+        """A complete assistant response saying `text`, as the upstream would have answered `body`."""
+
+    @abstractmethod
+    def reply_stream(self, body: Body, text: str) -> list[bytes]:
+        """The same reply as the SSE events a streamed response consists of."""
+
+    @abstractmethod
+    def error(self, kind: str, message: str) -> Body:
+        """The protocol's error body."""
+
+
+def dumps(body: Body) -> bytes:
+    """A body as the bytes sent upstream: compact and deterministic, so an unchanged prefix stays byte-identical
+    from one turn to the next."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def new_id(prefix: str) -> str:
+    """A response id in the protocol's style."""
+    return prefix + secrets.token_hex(12)
+
+
+def text_of(content: Any, part_types: tuple[str, ...]) -> str | None:
+    """The text of message content: a string as is, else the last text part of these types."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        for part in reversed(content):
+            if isinstance(part, dict) and part.get("type") in part_types and isinstance(part.get("text"), str):
+                return part["text"]
+    return None
+
+
+def prefix_content(content: Any, prefix: str, part_type: str) -> Any:
+    """Message content with `prefix` before it: a string is prepended to, a part list gets a first text part."""
+    if isinstance(content, str):
+        return prefix + content
+    if isinstance(content, list):
+        return [{"type": part_type, "text": prefix}, *content]
+    return content
+
+
+def arguments_text(value: Any) -> str:
+    """A tool call's arguments as JSON text (providers send either text or an object)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,183 @@
+"""OpenAI Chat Completions (`POST /v1/chat/completions`)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from memhub.proxy.model import Block, ToolCall, TurnOutput, WireProtocol
+from memhub.proxy.ports import Injector
+from memhub.proxy.protocols.base import (
+    Body,
+    Family,
+    ProtocolAdapter,
+    StreamTap,
+    arguments_text,
+    new_id,
+    prefix_content,
+    text_of,
+)
+from memhub.proxy.protocols.sse import SseEvent, encode
+
+SYSTEM_ROLES = ("system", "developer")
+
+
+def _messages(body: Body) -> list[Any]:
+    messages = body.get("messages")
+    return messages if isinstance(messages, list) else []
+
+
+class ChatTap(StreamTap):
+    """Reads `chat.completion.chunk` events: content deltas, tool-call deltas by index, usage, `[DONE]`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._calls: dict[int, ToolCall] = {}
+
+    def on_event(self, event: SseEvent) -> None:
+        if event.data.strip() == "[DONE]":
+            self.output.complete = True
+            return
+        chunk = json.loads(event.data)
+        if not isinstance(chunk, dict):
+            return
+        if isinstance(chunk.get("usage"), dict):
+            self.output.usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if isinstance(delta.get("content"), str):
+                self.output.text += delta["content"]
+            for call in delta.get("tool_calls") or []:
+                self._call_delta(call)
+            if choice.get("finish_reason"):
+                self.output.finish_reason = choice["finish_reason"]
+
+    def _call_delta(self, delta: dict[str, Any]) -> None:
+        index = delta.get("index", len(self._calls))
+        call = self._calls.setdefault(index, ToolCall(id="", name="", arguments=""))
+        function = delta.get("function") or {}
+        call.id = delta.get("id") or call.id
+        call.name = function.get("name") or call.name
+        if isinstance(function.get("arguments"), str):
+            call.arguments += function["arguments"]
+
+    def settle(self) -> None:
+        self.output.tool_calls = [self._calls[i] for i in sorted(self._calls)]
+
+
+class OpenAIChat(ProtocolAdapter):
+    protocol = WireProtocol.OPENAI_CHAT
+    family = Family.OPENAI
+    upstream_path = "/chat/completions"
+
+    def last_user_text(self, body: Body) -> str | None:
+        messages = _messages(body)
+        last = messages[-1] if messages else None
+        if not isinstance(last, dict) or last.get("role") != "user":
+            return None
+        return text_of(last.get("content"), ("text",))
+
+    def first_user_text(self, body: Body) -> str:
+        for message in _messages(body):
+            if isinstance(message, dict) and message.get("role") == "user":
+                return text_of(message.get("content"), ("text",)) or ""
+        return ""
+
+    def inject_system(self, body: Body, blocks: Sequence[Block], injector: Injector, agent_source: str) -> None:
+        messages = _messages(body)
+        system = next(
+            (m for m in messages if isinstance(m, dict) and m.get("role") in SYSTEM_ROLES),
+            None,
+        )
+        if system is None:
+            text = injector.splice([], blocks, agent_source)[0]
+            if text:
+                # Without a system message the blocks still need a home: a new one, first.
+                body["messages"] = [{"role": "system", "content": text}, *messages]
+            return
+        content = system.get("content")
+        if isinstance(content, str):
+            system["content"] = injector.splice([content], blocks, agent_source)[0]
+            return
+        if not isinstance(content, list):
+            return
+        texts = [i for i, part in enumerate(content) if isinstance(part, dict) and part.get("type") == "text"]
+        if not texts:
+            system["content"] = [*content, {"type": "text", "text": injector.splice([], blocks, agent_source)[0]}]
+            return
+        spliced = injector.splice([str(content[i].get("text", "")) for i in texts], blocks, agent_source)
+        for i, text in zip(texts, spliced, strict=True):
+            content[i] = {**content[i], "text": text}
+
+    def prefix_user(self, body: Body, prefix: str) -> None:
+        messages = _messages(body)
+        for message in reversed(messages):
+            if isinstance(message, dict) and message.get("role") == "user":
+                message["content"] = prefix_content(message.get("content"), prefix, "text")
+                return
+
+    def tap(self) -> StreamTap:
+        return ChatTap()
+
+    def parse(self, raw: bytes) -> TurnOutput:
+        response = json.loads(raw)
+        choice = (response.get("choices") or [{}])[0]
+        message = choice.get("message") or {}
+        calls = [
+            ToolCall(
+                id=str(call.get("id") or ""),
+                name=str((call.get("function") or {}).get("name") or ""),
+                arguments=arguments_text((call.get("function") or {}).get("arguments") or ""),
+            )
+            for call in message.get("tool_calls") or []
+            if isinstance(call, dict)
+        ]
+        return TurnOutput(
+            text=message.get("content") if isinstance(message.get("content"), str) else "",
+            tool_calls=calls,
+            usage=response.get("usage") or {},
+            finish_reason=choice.get("finish_reason"),
+            complete=True,
+        )
+
+    def reply(self, body: Body, text: str) -> Body:
+        return {
+            "id": new_id("chatcmpl-memhub-"),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": str(body.get("model") or "memhub"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        }
+
+    def reply_stream(self, body: Body, text: str) -> list[bytes]:
+        head = {
+            "id": new_id("chatcmpl-memhub-"),
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": str(body.get("model") or "memhub"),
+        }
+
+        def chunk(delta: dict[str, Any], finish: str | None) -> bytes:
+            return encode({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+        return [
+            chunk({"role": "assistant", "content": ""}, None),
+            chunk({"content": text}, None),
+            chunk({}, "stop"),
+            encode("[DONE]"),
+        ]
+
+    def error(self, kind: str, message: str) -> Body:
+        return {"error": {"message": message, "type": kind, "param": None, "code": kind}}

@@ -1,0 +1,283 @@
+"""The turn handler: who the caller is, what kind of request it is, a `mem:` command answered here, blocks
+injected, the request forwarded, the answer streamed back as it arrives and captured once complete.
+
+memhub's own failures never fail the turn: an injection error forwards the caller's original bytes, a capture
+error is logged, and what happened is said in the `x-memhub-memory` response header.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+
+import anyio
+import httpx
+
+from memhub.proxy.classify import classify
+from memhub.proxy.model import ProxyIdentity, RequestKind, TurnOutput, WireProtocol
+from memhub.proxy.ports import Commands, IdentityResolver, Injector, ProxyDenied, TurnCapture
+from memhub.proxy.protocols import Body, Family, ProtocolAdapter, StreamTap, adapter_for, dumps
+from memhub.proxy.upstream import Upstream, UpstreamUnavailable
+
+log = logging.getLogger("memhub.proxy")
+
+MEMORY_HEADER = "x-memhub-memory"
+DEFAULT_AGENT_SOURCE = "claude-code"  # what `/proxy/...` serves: the original's default client
+SSE = "text/event-stream"
+ERROR_KINDS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    502: "api_error",
+}
+# Receives what the model answered once the response has ended.
+OutputSink = Callable[[TurnOutput], None]
+
+
+def agent_source_of(segment: str) -> str:
+    """The client kind a path's first segment names (`proxy` is the default client)."""
+    return DEFAULT_AGENT_SOURCE if segment == "proxy" else segment
+
+
+@dataclass(slots=True)
+class ProxyReply:
+    """What the route sends: a whole body, or a stream forwarded chunk by chunk as the upstream sends it."""
+
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    stream: AsyncIterator[bytes] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Forwarding:
+    """The body that goes upstream and what the memory header will say about it."""
+
+    payload: bytes
+    memory: str
+
+
+class ProxyService:
+    """Serves proxied turns and passthrough calls. `injector`, `capture` and `commands` may be None (a proxy
+    that only forwards)."""
+
+    def __init__(
+        self,
+        identity: IdentityResolver,
+        upstream: Upstream,
+        *,
+        injector: Injector | None = None,
+        capture: TurnCapture | None = None,
+        commands: Commands | None = None,
+    ) -> None:
+        self.identity = identity
+        self.upstream = upstream
+        self.injector = injector
+        self.capture = capture
+        self.commands = commands
+
+    async def turn(
+        self, protocol: WireProtocol, segment: str, space_id: str, headers: Mapping[str, str], raw: bytes
+    ) -> ProxyReply:
+        """One model call in `protocol`: answered here (a `mem:` command, an error) or forwarded."""
+        adapter = adapter_for(protocol)
+        agent_source = agent_source_of(segment)
+        body = _json_object(raw)
+        fallback = adapter.fallback_session(body or {})
+        try:
+            identity = await self.identity.resolve(
+                headers, space_id=space_id, agent_source=agent_source, fallback_session=fallback
+            )
+        except ProxyDenied as exc:
+            return _error(adapter, exc.status, exc.message, "denied")
+        if body is None:
+            return _error(adapter, 400, "body: must be a JSON object", "passthrough; reason=bad-body")
+        kind = classify(protocol, agent_source, body, headers)
+        user_text = adapter.last_user_text(body)
+        if kind is RequestKind.MAIN and user_text is not None and self.commands is not None:
+            answer = await self._command(identity, user_text)
+            if answer is not None:
+                return _synthetic(adapter, body, answer)
+        forwarding = await self._inject(adapter, identity, kind, body, raw, user_text or "")
+        capture = self.capture if kind is RequestKind.MAIN and identity.has_memory_scope else None
+        return await self._forward(
+            adapter.family,
+            "POST",
+            adapter.upstream_path,
+            headers,
+            forwarding.payload,
+            memory=forwarding.memory,
+            adapter=adapter,
+            on_output=(lambda output: self._submit(capture, identity, protocol, user_text or "", output))
+            if capture is not None
+            else None,
+        )
+
+    async def passthrough(
+        self,
+        family: Family,
+        method: str,
+        path: str,
+        segment: str,
+        space_id: str,
+        headers: Mapping[str, str],
+        raw: bytes,
+        query: str = "",
+    ) -> ProxyReply:
+        """An auxiliary call (models, embeddings, token counting): authenticated, forwarded untouched."""
+        adapter = adapter_for(WireProtocol.ANTHROPIC if family is Family.ANTHROPIC else WireProtocol.OPENAI_CHAT)
+        try:
+            await self.identity.resolve(
+                headers, space_id=space_id, agent_source=agent_source_of(segment), fallback_session="auxiliary"
+            )
+        except ProxyDenied as exc:
+            return _error(adapter, exc.status, exc.message, "denied")
+        return await self._forward(
+            family,
+            method,
+            path,
+            headers,
+            raw or None,
+            memory="passthrough; reason=auxiliary",
+            adapter=adapter,
+            query=query,
+        )
+
+    async def aclose(self) -> None:
+        """Close the upstream connections."""
+        await self.upstream.aclose()
+
+    async def _command(self, identity: ProxyIdentity, user_text: str) -> str | None:
+        try:
+            return await self.commands.run(identity, user_text.strip()) if self.commands else None
+        except Exception:
+            log.exception("mem: command failed for session %s; forwarding the turn", identity.session_id)
+            return None
+
+    async def _inject(
+        self, adapter: ProtocolAdapter, identity: ProxyIdentity, kind: RequestKind, body: Body, raw: bytes, query: str
+    ) -> Forwarding:
+        if kind in (RequestKind.SIDE_QUERY, RequestKind.AUXILIARY):
+            return Forwarding(raw, f"passthrough; reason={kind.value}")
+        if not identity.has_memory_scope:
+            return Forwarding(raw, "passthrough; reason=no-scope")
+        if self.injector is None:
+            return Forwarding(raw, "passthrough; reason=no-injector")
+        try:
+            blocks = await self.injector.blocks(identity, kind, query)
+            if not blocks:
+                return Forwarding(raw, "passthrough; reason=no-blocks")
+            injected = dumps(adapter.inject(body, blocks, self.injector, identity.agent_source))
+        except Exception:
+            # Whatever went wrong, the caller's own request still goes out exactly as it came.
+            log.exception("injection failed for session %s; forwarding the original body", identity.session_id)
+            return Forwarding(raw, "degraded; reason=injection-error")
+        return Forwarding(injected, "injected" if kind is RequestKind.MAIN else f"injected; kind={kind.value}")
+
+    def _submit(
+        self,
+        capture: TurnCapture,
+        identity: ProxyIdentity,
+        protocol: WireProtocol,
+        user_text: str,
+        output: TurnOutput,
+    ) -> None:
+        if not output.complete:
+            return
+        try:
+            capture.submit(identity, protocol, user_text, output)
+        except Exception:
+            log.exception("capture of a turn of session %s failed", identity.session_id)
+
+    async def _forward(
+        self,
+        family: Family,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        payload: bytes | None,
+        *,
+        memory: str,
+        adapter: ProtocolAdapter,
+        on_output: OutputSink | None = None,
+        query: str = "",
+    ) -> ProxyReply:
+        key = self.upstream.provider_key(family, headers)
+        outbound = self.upstream.outbound_headers(family, _pairs(headers), key)
+        try:
+            response = await self.upstream.send(family, method, path, outbound, payload, query)
+        except UpstreamUnavailable as exc:
+            return _error(adapter, 502, str(exc), memory)
+        reply_headers = {**self.upstream.response_headers(response), MEMORY_HEADER: memory}
+        streamed = response.headers.get("content-type", "").startswith(SSE)
+        if response.status_code < 400 and streamed:
+            tap = adapter.tap() if on_output is not None else None
+            return ProxyReply(response.status_code, reply_headers, stream=_relay(response, tap, on_output))
+        try:
+            content = await response.aread()
+        except httpx.HTTPError as exc:
+            return _error(adapter, 502, f"upstream response cut: {type(exc).__name__}", memory)
+        finally:
+            await response.aclose()
+        if on_output is not None and response.status_code < 300:
+            try:
+                on_output(adapter.parse(content))
+            except Exception:
+                log.warning("upstream answer not parsed; turn not captured", exc_info=True)
+        return ProxyReply(response.status_code, reply_headers, body=content)
+
+
+async def _relay(response: httpx.Response, tap: StreamTap | None, on_output: OutputSink | None) -> AsyncIterator[bytes]:
+    """The upstream's chunks as they arrive; a copy goes to the tap. When the client hangs up, the consumer is
+    cancelled here and the upstream connection is closed; when the upstream cuts the stream, the error goes on
+    so the client's connection is cut too (it must not see a truncated stream end cleanly)."""
+    try:
+        async for chunk in response.aiter_bytes():
+            yield chunk
+            if tap is not None:
+                try:
+                    tap.feed(chunk)
+                except Exception:
+                    log.warning("stream tap failed; the turn will not be captured", exc_info=True)
+                    tap = None
+    finally:
+        with anyio.CancelScope(shield=True):
+            await response.aclose()
+    if tap is not None and on_output is not None:
+        try:
+            on_output(tap.finish())
+        except Exception:
+            log.warning("stream tap failed at the end; the turn will not be captured", exc_info=True)
+
+
+def _json_object(raw: bytes) -> Body | None:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _pairs(headers: Mapping[str, str]) -> list[tuple[str, str]]:
+    items = getattr(headers, "multi_items", None)
+    return list(items()) if callable(items) else list(headers.items())
+
+
+def _error(adapter: ProtocolAdapter, status: int, message: str, memory: str) -> ProxyReply:
+    body = adapter.error(ERROR_KINDS.get(status, "api_error"), message)
+    return ProxyReply(status, {"content-type": "application/json", MEMORY_HEADER: memory}, body=dumps(body))
+
+
+def _synthetic(adapter: ProtocolAdapter, body: Body, text: str) -> ProxyReply:
+    headers = {MEMORY_HEADER: "command"}
+    if adapter.is_stream(body):
+        events = adapter.reply_stream(body, text)
+
+        async def stream() -> AsyncIterator[bytes]:
+            for event in events:
+                yield event
+
+        return ProxyReply(200, {**headers, "content-type": SSE, "cache-control": "no-cache"}, stream=stream())
+    return ProxyReply(200, {**headers, "content-type": "application/json"}, body=dumps(adapter.reply(body, text)))
