@@ -74,22 +74,30 @@ class DataPlane:
 
     def endpoint(self, route: DataRoute, *, strict: bool) -> Callable[[Request], Any]:
         async def run(request: Request) -> Response:
-            rid = request_id_of(request)
-            caller = await self.auth.data_caller(request, rid)
-            raw = await read_json_object(request, self.max_body_bytes, self.body_read_timeout)
-            body = parse_model(route.model, raw)
+            caller = await self.auth.data_caller(request, request_id_of(request))
+            body = await self.read_body(route, request)
             isolation = resolve_isolation(caller.service_id, body, request, strict=strict, default_user=caller.user_id)
-            data = await run_in_threadpool(
-                self._serve,
-                route,
-                caller,
-                Call(request, rid, isolation, self.memory, self.pipeline, self.meta, caller),
-                body,
-            )
-            return ok(request, None, include_data=False) if data is NO_DATA else ok(request, data)
+            return await self.answer(route, request, caller, isolation, body)
 
         run.__name__ = route.path.replace("/", "_").replace("-", "_")
         return run
+
+    async def read_body(self, route: DataRoute, request: Request) -> Body:
+        """The request's JSON body, validated by the route's model (400 envelope otherwise)."""
+        raw = await read_json_object(request, self.max_body_bytes, self.body_read_timeout)
+        return parse_model(route.model, raw)
+
+    async def answer(
+        self, route: DataRoute, request: Request, caller: Caller, isolation: Isolation, body: Body
+    ) -> Response:
+        """Authorize the caller for the isolation, run the handler off the event loop, wrap its data.
+
+        Also the memory bridge's way in: it resolves the caller and isolation from a session token instead.
+        """
+        rid = request_id_of(request)
+        call = Call(request, rid, isolation, self.memory, self.pipeline, self.meta, caller)
+        data = await run_in_threadpool(self._serve, route, caller, call, body)
+        return ok(request, None, include_data=False) if data is NO_DATA else ok(request, data)
 
     @staticmethod
     def _serve(route: DataRoute, caller: Caller, call: Call, body: Any) -> Any:

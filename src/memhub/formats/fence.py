@@ -28,8 +28,8 @@ COMPOSER_TAGS = (
     "conversation-excerpt",
     "system-knowledge",
 )
-# The agent kit's blocks (the original's list), the knowledge-tools and skill-listing blocks and the profile
-# injector's blocks.
+# The agent kit's blocks (the original's list), the knowledge-tools and skill-listing blocks, the profile
+# injector's blocks and the memory proxy's.
 MEMORY_TAGS = (
     "relevant-memories",
     "user-persona",
@@ -42,6 +42,10 @@ MEMORY_TAGS = (
     "tdai_profile_memory",
     "l3_core_memory",
     "l2_scene_index",
+    # The memory proxy's own blocks (memhub.proxy.injection).
+    "tdai_memory_tools",
+    "session_context",
+    "tdai_recalled_l1_memories",
 )
 # Turn boundaries some chat formats and models honour. `user` is left out on purpose: `<user>@<host>` is a common
 # placeholder in documents, and faking a user turn gains nothing the user could not type.

@@ -80,6 +80,16 @@ def _expired(key: Row, now_ms: int) -> bool:
     return at is None or at <= now_ms
 
 
+def _usable(r: MetaReader, key: Row) -> tuple[Row, Row] | None:
+    """The key and its user when the key may authenticate: active, not expired, its user active."""
+    if key["status"] != ACTIVE or _expired(key, int(time.time() * 1000)):
+        return None
+    user = live_user(r, key["user_id"])
+    if user is None or user["status"] != ACTIVE:
+        return None
+    return key, user
+
+
 def _future_expiry(expires_at: str | None) -> None:
     """A new expiry must lie ahead: a key born expired is a silent no-op, and moving it back is pointless."""
     at = parse_iso_ms(expires_at) if expires_at else None
@@ -100,15 +110,7 @@ class Users:
     # -- verification --------------------------------------------------------------------
     def _key_owner(self, r: MetaReader, key: str) -> tuple[Row, Row] | None:
         rows = r.find(MetaKind.USER_KEY, {"key_hash": self.hasher.digest(key)}, limit=1)
-        if not rows:
-            return None
-        row = rows[0]
-        if row["status"] != ACTIVE or _expired(row, int(time.time() * 1000)):
-            return None
-        user = live_user(r, row["user_id"])
-        if user is None or user["status"] != ACTIVE:
-            return None
-        return row, user
+        return _usable(r, rows[0]) if rows else None
 
     def authenticate(self, service_id: str, key: str, request_id: str = "") -> Caller | None:
         """The caller a user key identifies in this tenant; None if unknown, revoked or expired."""
@@ -119,6 +121,17 @@ class Users:
         row, user = found
         self._touch(service_id, row["key_id"])
         return Caller(service_id, user["user_id"], user["user_type"], row["key_id"], request_id)
+
+    def key_caller(self, service_id: str, key_id: str, request_id: str = "") -> Caller | None:
+        """The caller a key stands for, by its id, while the key may still authenticate (the memory proxy's session
+        tokens name a key, never carry it); None if the key is unknown, revoked or expired or its user is gone."""
+        with self.store.reading(service_id) as r:
+            row = r.get(MetaKind.USER_KEY, key_id)
+            found = _usable(r, row) if row is not None else None
+        if found is None:
+            return None
+        _, user = found
+        return Caller(service_id, user["user_id"], user["user_type"], key_id, request_id)
 
     def _touch(self, service_id: str, key_id: str) -> None:
         now = time.monotonic()
