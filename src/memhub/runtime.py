@@ -8,7 +8,7 @@ point starts, uses and closes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memhub.context import ContextComposer, FinderSkills
 from memhub.knowledge.build_queue import QueueLimits
@@ -39,8 +39,11 @@ from memhub.pipeline.runner import JobHandler, PipelineRunner
 from memhub.pipeline.service import PipelineService
 from memhub.pipeline.stages import LLMPersona, LLMScenes, RulePersona, RuleScenes, Stages
 from memhub.pipeline.worker import PipelineWorker
+from memhub.proxy.identity import KeyIdentityResolver
+from memhub.proxy.injection import InjectorConfig, build_injector
 from memhub.proxy.service import ProxyService
-from memhub.proxy.upstream import Endpoint, UpstreamConfig
+from memhub.proxy.session_token import SessionTokens
+from memhub.proxy.upstream import Endpoint, Upstream, UpstreamConfig
 from memhub.retrieval.embed import build_embedder
 from memhub.settings import Settings
 from memhub.store import MemoryStore
@@ -222,6 +225,7 @@ class Hub:
     composer: ContextComposer
     knowledge_only: bool = False
     proxy: ProxyService | None = None  # the memory proxy's turn handler (`/proxy/{space_id}/v1/...`)
+    session_tokens: SessionTokens | None = None  # the memory tools' tokens, checked by the memory bridge
 
     def start(self, *, pipeline: bool = True) -> None:
         """Start the background workers; the pipeline's only when `pipeline` (tests drain it on demand)."""
@@ -253,6 +257,24 @@ def upstream_config(settings: Settings) -> UpstreamConfig:
     )
 
 
+def build_proxy(settings: Settings, hub: Hub) -> tuple[ProxyService, SessionTokens]:
+    """The memory proxy over a hub's services, and the session tokens its memory tools carry."""
+    tokens = SessionTokens(hub.key_hasher.secret, settings.proxy_session_ttl_seconds, hub.meta.users)
+    injector = build_injector(
+        hub,
+        InjectorConfig(
+            proxy_url=settings.proxy_url(),
+            language=settings.knowledge_language,
+            budget_chars=settings.proxy_injection_budget_chars,
+            session_ttl_seconds=settings.proxy_session_ttl_seconds,
+            turn_recall=settings.proxy_turn_recall,
+        ),
+        tokens.mint,
+    )
+    service = ProxyService(KeyIdentityResolver(hub.meta), Upstream(upstream_config(settings)), injector=injector)
+    return service, tokens
+
+
 def build_hub(
     settings: Settings,
     store: MemoryStore | None = None,
@@ -279,7 +301,7 @@ def build_hub(
     generator = worker.runner.stages.generator if worker is not None else "none"
     skill_finder = SkillFinder(skills, embedding)
     knowledge = knowledge_services(settings, store, meta, skills, chat)
-    return Hub(
+    hub = Hub(
         settings=settings,
         store=store,
         key_hasher=hasher,
@@ -303,3 +325,7 @@ def build_hub(
         ),
         knowledge_only=knowledge_only,
     )
+    if knowledge_only:
+        return hub
+    proxy, tokens = build_proxy(settings, hub)
+    return replace(hub, proxy=proxy, session_tokens=tokens)

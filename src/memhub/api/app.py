@@ -36,6 +36,7 @@ from memhub.api.routes import (
 )
 from memhub.api.routes.health import health_payload
 from memhub.api.routes.knowledge_kinds import knowledge_routes
+from memhub.api.routes.memory_bridge import MemoryBridge
 from memhub.api.routes.meta import INTERNAL_ROUTES, META_ROUTES
 from memhub.errors import HttpStatusError, MemhubError, RequestTimeout
 from memhub.gateway_key import GatewayKey
@@ -50,7 +51,9 @@ DATA_ROUTES: list[DataRoute] = [
 ]
 
 
-def create_app(hub: Hub, gateway_key: GatewayKey | None, *, run_pipeline: bool = True) -> FastAPI:
+def create_app(
+    hub: Hub, gateway_key: GatewayKey | None, *, run_pipeline: bool = True, proxy_only: bool = False
+) -> FastAPI:
     """The gateway app over a hub's services. `gateway_key=None` disables layer-1 auth (only with --insecure-no-auth).
 
     The app owns the hub from here on: its workers start with the app and the hub is closed on shutdown
@@ -59,12 +62,15 @@ def create_app(hub: Hub, gateway_key: GatewayKey | None, *, run_pipeline: bool =
     `app.state.pipeline_worker.drain()` runs it on demand (tests).
     A knowledge-only hub (`memhub serve --knowledge-only`) serves health, the wiki, code-graph, tools and
     knowledge routes, without the memory data plane, the management plane or the pipeline.
+    A `proxy_only` app (`memhub proxy`) serves health, the memory proxy and its memory bridge.
     """
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         hub.start(pipeline=run_pipeline)
         yield
+        if hub.proxy is not None:
+            await hub.proxy.aclose()
         hub.close()
 
     settings = hub.settings
@@ -111,20 +117,20 @@ def create_app(hub: Hub, gateway_key: GatewayKey | None, *, run_pipeline: bool =
         return JSONResponse(payload)
 
     management = GuardedPlane(auth, meta, settings.max_body_bytes, knowledge, settings.body_read_timeout_seconds)
-    knowledge_groups = knowledge_routes()
+    knowledge_groups = [] if proxy_only else knowledge_routes()
     for prefix, routes, tag in knowledge_groups:
         management.mount(app, prefix, routes, tag=tag)
     models = [r.model for _, routes, _ in knowledge_groups for r in routes]
-    if not hub.knowledge_only:
-        plane = DataPlane(
-            auth,
-            memory,
-            meta,
-            settings.max_body_bytes,
-            settings.strict_isolation,
-            settings.body_read_timeout_seconds,
-            hub.pipeline,
-        )
+    plane = DataPlane(
+        auth,
+        memory,
+        meta,
+        settings.max_body_bytes,
+        settings.strict_isolation,
+        settings.body_read_timeout_seconds,
+        hub.pipeline,
+    )
+    if not hub.knowledge_only and not proxy_only:
         plane.mount(app, DATA_ROUTES)
         v3_only = [
             *memory_prompt.routes(hub.prompts, hub.prompt_access),
@@ -158,6 +164,8 @@ def create_app(hub: Hub, gateway_key: GatewayKey | None, *, run_pipeline: bool =
             )
         ]
 
+    if hub.session_tokens is not None:
+        MemoryBridge(plane, hub.session_tokens).mount(app)
     if hub.proxy is not None:
         # Last: the proxy's `/{agent}/{space_id}/v1/...` patterns must not shadow a route of memhub's own.
         proxy.mount(app, hub.proxy)
