@@ -167,6 +167,35 @@ def serve(
 
 
 @app.command()
+def proxy(
+    host: Annotated[str | None, typer.Option(help="Bind address [env MEMHUB_HOST]")] = None,
+    port: Annotated[int | None, typer.Option(help="Port [env MEMHUB_PROXY_PORT, default 8096]")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Data directory [env MEMHUB_DATA_DIR]")] = None,
+) -> None:
+    """Run the memory proxy alone: agents set their LLM base URL to `http://host:port/proxy/<service id>/v1`.
+
+    It serves the proxy, its memory bridge and /health over the gateway's data dir (or store URL); `memhub serve`
+    serves the same routes. Extraction and knowledge builds are left to the gateway process.
+    """
+    import uvicorn
+
+    from memhub.api import create_app
+
+    settings = _settings(host=host, data_dir=data_dir)
+    settings = settings.model_copy(update={"port": port or settings.proxy_port, "pipeline_enabled": False})
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    store = open_store(settings)
+    setup = ensure_gateway_key(store, settings.gateway_api_key)
+    if setup.created_key:
+        _announce_key(setup.created_key, settings.data_dir)
+    if not _is_loopback(settings.host):
+        log.info("memory proxy on %s: callers authenticate with their memhub user keys", settings.host)
+    warm_up()
+    api = create_app(build_hub(settings, store), setup.key, run_pipeline=False, proxy_only=True)
+    uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False)
+
+
+@app.command()
 def reembed(
     data_dir: Annotated[Path | None, typer.Option(help="Data directory [env MEMHUB_DATA_DIR]")] = None,
     force: Annotated[bool, typer.Option(help="Rebuild even if the vectors match the configured model")] = False,

@@ -227,13 +227,15 @@ class Hub:
     proxy: ProxyService | None = None  # the memory proxy's turn handler (`/proxy/{space_id}/v1/...`)
     session_tokens: SessionTokens | None = None  # the memory tools' tokens, checked by the memory bridge
 
-    def start(self, *, pipeline: bool = True) -> None:
-        """Start the background workers; the pipeline's only when `pipeline` (tests drain it on demand)."""
+    def start(self, *, pipeline: bool = True, knowledge: bool = True) -> None:
+        """Start the background workers; the pipeline's only when `pipeline` (tests drain it on demand), the
+        knowledge builds only when `knowledge` (a proxy-only process leaves them to the gateway)."""
         if self.embedding is not None:
             self.embedding.start()
         if self.worker is not None and pipeline:
             self.worker.start()
-        self.knowledge.resume()  # builds a previous process left queued or running
+        if knowledge:
+            self.knowledge.resume()  # builds a previous process left queued or running
 
     def close(self) -> None:
         """Stop every worker, then close the store (a queued build or job resumes at the next start)."""

@@ -175,6 +175,8 @@ class Settings(BaseSettings):
     )
     # The address the model's memory-tool recipes call (`<url>/memory-bridge/v3/...`); default: this server's own.
     proxy_public_url: str | None = Field(None, validation_alias=_names("MEMHUB_PROXY_PUBLIC_URL"))
+    # `memhub proxy` (the proxy alone, next to a gateway) listens here (the reference proxy's port).
+    proxy_port: int = Field(8096, ge=1, le=65535, validation_alias=_names("MEMHUB_PROXY_PORT"))
     # Characters all injected blocks together may take; later blocks are dropped, the last one kept is cut.
     proxy_injection_budget_chars: int = Field(
         24_000, ge=1_000, le=400_000, validation_alias=_names("MEMHUB_PROXY_INJECTION_BUDGET_CHARS")

@@ -169,10 +169,11 @@ class ProxyRig:
 
 @pytest.fixture
 def make_rig(tmp_path: Path) -> Iterator[Callable[..., ProxyRig]]:
-    """Build a rig; `upstream_up=False` leaves the fake upstream stopped (connections refused)."""
+    """Build a rig; `upstream_up=False` leaves the fake upstream stopped (connections refused), `real=True` serves
+    the hub's own proxy instead of the test ports."""
     made: list[tuple[ProxyRig, ProxyService]] = []
 
-    def make(*, upstream_up: bool = True, **settings: Any) -> ProxyRig:
+    def make(*, upstream_up: bool = True, real: bool = False, **settings: Any) -> ProxyRig:
         fake = FakeUpstream()
         fake.start()
         if not upstream_up:
@@ -192,14 +193,16 @@ def make_rig(tmp_path: Path) -> Iterator[Callable[..., ProxyRig]]:
         hub = build_hub(config, store)
         admin = hub.meta.init_admin(SPACE, "alice", None, request_id="test")
         injector, capture = FixedInjector(), RecordingCapture()
-        service = ProxyService(
-            KeyResolver(hub), Upstream(upstream_config(config)), injector=injector, capture=capture,
-            commands=HelpCommands(),
-        )  # fmt: skip
-        hub = dataclasses.replace(hub, proxy=service)
+        if not real:  # the simplest real ports; `real` keeps the hub's own (identity, injection, capture)
+            service = ProxyService(
+                KeyResolver(hub), Upstream(upstream_config(config)), injector=injector, capture=capture,
+                commands=HelpCommands(),
+            )  # fmt: skip
+            hub = dataclasses.replace(hub, proxy=service)
+        assert hub.proxy is not None
         served = serve(create_app(hub, key, run_pipeline=False))
         rig = ProxyRig(served, hub, fake, injector, capture, admin["user_key"], admin["team_id"], admin["agent_id"])
-        made.append((rig, service))
+        made.append((rig, hub.proxy))
         return rig
 
     yield make

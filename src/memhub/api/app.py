@@ -67,7 +67,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        hub.start(pipeline=run_pipeline)
+        hub.start(pipeline=run_pipeline, knowledge=not proxy_only)
         yield
         if hub.proxy is not None:
             await hub.proxy.aclose()
