@@ -103,8 +103,8 @@ def test_workbuddy_memory_slot_and_missing_rules_slot() -> None:
     placements = [at("PROFILE", "memory", "inside_append"), at("RULES", "rules", "before")]
     (out,) = splice([prompt], placements, WORKBUDDY)
     assert out == (
-        "Hi www.workbuddy.cn\n<workbuddy_memory_slot_1>\nPROFILE\n</workbuddy_memory_slot_1>\n<agent_loop>a</agent_loop>"
-        "\n\nRULES"
+        "Hi www.workbuddy.cn\n<workbuddy_memory_slot_1>\nPROFILE\n</workbuddy_memory_slot_1>\n"
+        "<agent_loop>a</agent_loop>\n\nRULES"
     )
 
 
