@@ -84,7 +84,8 @@ def test_without_placements_the_prompt_is_unchanged() -> None:
 
 
 def test_codebuddy_tags() -> None:
-    prompt = 'preamble\n<agent_skills>\n<available_skills>x</available_skills>\n</agent_skills>\n<memories attr="1">\nm\n</memories>\n<rules>r</rules>'
+    skills = "preamble\n<agent_skills>\n<available_skills>x</available_skills>\n</agent_skills>\n"
+    prompt = skills + '<memories attr="1">\nm\n</memories>\n<rules>r</rules>'
     placements = [
         at("SKILLS", "skills", "before"),
         at("KNOWLEDGE", "knowledge", "after"),
