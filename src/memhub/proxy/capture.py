@@ -107,6 +107,12 @@ def _isolation(identity: ProxyIdentity) -> Isolation:
     )
 
 
+def skill_session_key(identity: ProxyIdentity) -> SessionKey:
+    """The skills conversation buffer of the turn's session (the identity has a memory scope)."""
+    assert identity.team_id is not None and identity.agent_id is not None
+    return SessionKey(identity.service_id, identity.team_id, identity.agent_id, identity.user_id, identity.session_id)
+
+
 def _permanent(exc: Exception) -> bool:
     """A refusal that no retry changes (bad input, a denied scope); anything else may pass."""
     return isinstance(exc, MemhubError) and 400 <= exc.code < 500
@@ -295,11 +301,7 @@ class BackgroundCapture:
             turn.skills_done = True
         if not turn.skills_done:
             if self._skills_on(identity):
-                assert identity.team_id is not None and identity.agent_id is not None
-                key = SessionKey(
-                    identity.service_id, identity.team_id, identity.agent_id, identity.user_id, identity.session_id
-                )
-                self.skill_mining.add(key, turn.skill_messages, identity.task_id)
+                self.skill_mining.add(skill_session_key(identity), turn.skill_messages, identity.task_id)
             turn.skills_done = True
 
     def _skills_on(self, identity: ProxyIdentity) -> bool:
