@@ -27,6 +27,10 @@ from memhub.meta.users import Users
 from memhub.proxy.model import ProxyIdentity
 from memhub.proxy.ports import ProxyDenied
 
+# Where the memory tools send the token, and the route prefix they call (`{proxy_url}{BRIDGE_PATH}/<op>`); the
+# bridge's routes (memhub.api.routes.memory_bridge) and the `<tdai_memory_tools>` recipes both read these.
+SESSION_HEADER = "x-memhub-session"
+BRIDGE_PATH = "/memory-bridge/v3"
 TOKEN_PREFIX = "mhs1."
 # The signing key is derived from the server secret under this label, so the secret itself never signs anything
 # and a token's key can never be confused with the key hashes made from the same secret.

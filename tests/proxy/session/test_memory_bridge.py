@@ -3,6 +3,7 @@ the token's user key for the token's scope, serves reads only, and lets no body 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from memhub.api.auth import Authenticator
 from memhub.api.dataplane import DataPlane
 from memhub.api.routes.memory_bridge import READ_ONLY, MemoryBridge
+from memhub.proxy.identity import KeyIdentityResolver
 from memhub.proxy.model import ProxyIdentity
 from memhub.proxy.session_token import KEY_INACTIVE, SessionTokens
 from tests.meta.org import Member, table_snapshot
@@ -174,3 +176,17 @@ def test_the_keys_authorization_still_applies(crew: Crew, tokens: SessionTokens)
     denied = bridge(crew, "atomic/query", {}, token)
     assert denied.status_code == 403
     assert denied.json()["message"] == "team_id: not a team this user is an active member of"
+
+
+def test_the_resolved_identity_of_a_turn_mints_a_token_the_bridge_takes(crew: Crew, tokens: SessionTokens) -> None:
+    seed(crew, crew.alice, crew.team_a, crew.at, "alice")
+    resolver = KeyIdentityResolver(crew.hub.meta)
+    headers = {"authorization": f"Bearer {crew.alice.key}", "x-session-id": SESSION}
+    identity = asyncio.run(
+        resolver.resolve(headers, space_id=crew.service, agent_source="claude-code", fallback_session="x")
+    )
+    token = tokens.mint(identity)
+    assert crew.alice.key not in token
+    found = bridged(crew, "atomic/search", {"query": "paris"}, token)["items"]
+    assert [m["content"] for m in found] == ["alice loves paris"]
+    assert len(bridged(crew, "conversation/query", {}, token)["messages"]) == 2

@@ -27,11 +27,9 @@ from memhub.api.routes import atomic, conversation, profile, recall
 from memhub.api.schemas import Body
 from memhub.errors import Forbidden, Unauthorized
 from memhub.proxy.ports import ProxyDenied
-from memhub.proxy.session_token import SessionTokens, VerifiedSession
+from memhub.proxy.session_token import BRIDGE_PATH, SESSION_HEADER, SessionTokens, VerifiedSession
 from memhub.scope import Isolation
 
-PREFIX = "/memory-bridge/v3"
-SESSION_HEADER = "x-memhub-session"
 READ_ONLY = (
     "atomic/search",
     "atomic/query",
@@ -109,7 +107,7 @@ class MemoryBridge:
         """
         for op in self.routes:
             app.add_api_route(
-                f"{PREFIX}/{op}",
+                f"{BRIDGE_PATH}/{op}",
                 self.endpoint(op),
                 methods=["POST"],
                 include_in_schema=False,

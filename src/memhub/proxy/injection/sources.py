@@ -8,7 +8,8 @@ read through the same services the data plane uses:
   agents whose chat memory is bound to it (a `chat_memory-{team}-{agent}` fixed asset of another agent of the same
   team, usable and visible to the user). L2/L3 belong to one user in memhub, so an imported agent's section is this
   user's profile with that agent, never its owner's;
-- skills: the skill finder's listing of the skills the agent may use, as the caller may read them;
+- skills: the skill finder's listing of the skills the agent may use, as the caller may read them, ranked by the
+  agent's and task's descriptions (all of them, by binding priority, when those match none);
 - knowledge: the offer's resources for the agent (its bindings, else the team's), capability-filtered;
 - session context: the agent and the task as `agent/get` and `task/get` show them to the user;
 - recall: the turn's best L1 memories of the user's own scope with the agent.
@@ -182,8 +183,13 @@ class SkillListingSource:
 
     def __call__(self, identity: ProxyIdentity) -> str:
         ids = SkillIds(identity.team_id, identity.agent_id, identity.user_id, identity.task_id)
+        caller = caller_of(identity)
+        query = self._query(identity)
         try:
-            found = self.finder.listing(caller_of(identity), ids, self._query(identity), MAX_CHAR_BUDGET)
+            found = self.finder.listing(caller, ids, query, MAX_CHAR_BUDGET)
+            if query and not found.hits:
+                # Descriptions that match no skill must not hide the agent's skills (the original listed none).
+                found = self.finder.listing(caller, ids, None, MAX_CHAR_BUDGET)
         except Forbidden:
             return ""  # the skill rules refuse this caller: no listing rather than a failed turn
         if not found.hits or found.listing == EMPTY:
