@@ -39,6 +39,8 @@ from memhub.pipeline.runner import JobHandler, PipelineRunner
 from memhub.pipeline.service import PipelineService
 from memhub.pipeline.stages import LLMPersona, LLMScenes, RulePersona, RuleScenes, Stages
 from memhub.pipeline.worker import PipelineWorker
+from memhub.proxy.capture import BackgroundCapture
+from memhub.proxy.commands import MemCommands
 from memhub.proxy.identity import KeyIdentityResolver
 from memhub.proxy.injection import InjectorConfig, build_injector
 from memhub.proxy.service import ProxyService
@@ -273,7 +275,18 @@ def build_proxy(settings: Settings, hub: Hub) -> tuple[ProxyService, SessionToke
         ),
         tokens.mint,
     )
-    service = ProxyService(KeyIdentityResolver(hub.meta), Upstream(upstream_config(settings)), injector=injector)
+    capture = BackgroundCapture(hub.memory.conversation, hub.skill_mining, hub.meta) if settings.proxy_capture else None
+    commands = MemCommands(
+        hub.skill_mining, injector.forget_session, flush_capture=capture.drain if capture is not None else None
+    )
+    service = ProxyService(
+        KeyIdentityResolver(hub.meta),
+        Upstream(upstream_config(settings)),
+        injector=injector,
+        capture=capture,
+        commands=commands,
+        flush=capture.close if capture is not None else None,
+    )
     return service, tokens
 
 

@@ -206,9 +206,11 @@ def make_rig(tmp_path: Path) -> Iterator[Callable[..., ProxyRig]]:
         return rig
 
     yield make
-    for rig, _ in made:
+    for rig, service in made:
         rig.served.stop()
         rig.upstream.stop()
+        if service.flush is not None:
+            service.flush()  # the capture worker writes what it holds before the store closes
         rig.hub.store.close()
 
 

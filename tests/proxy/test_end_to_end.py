@@ -1,18 +1,24 @@
 """The proxy as `memhub serve` builds it (identity from the user key, the hub's injector) in front of a fake
 upstream, driven by the real clients: where the blocks land, a prefix that stays byte-identical turn after turn,
-forks and side queries."""
+forks and side queries, capture to L0, `mem:` commands and a store failing mid-turn."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 import pytest
 
-from tests.proxy.conftest import ProxyRig
+from memhub.proxy.capture import BackgroundCapture
+from memhub.store.sqlite.store import DB_FILENAME
+from tests.conftest import GATEWAY_KEY
+from tests.proxy.conftest import SPACE, ProxyRig
+from tests.proxy.fake_upstream import Reply
 
 CLAUDE_SYSTEM = [
     {"type": "text", "text": "You are Claude Code."},
@@ -109,3 +115,76 @@ def test_a_fork_reads_the_sessions_blocks_and_a_side_query_gets_none(real: Proxy
     sent_main, sent_fork, sent_side = real.upstream.turns("/v1/messages")
     assert sent_fork.json["system"] == sent_main.json["system"]
     assert "system" not in sent_side.json
+
+
+WAIT = 600.0  # a bound for a busy machine, never a measure of speed
+
+
+def capture_of(rig: ProxyRig) -> BackgroundCapture:
+    assert rig.hub.proxy is not None and isinstance(rig.hub.proxy.capture, BackgroundCapture)
+    return rig.hub.proxy.capture
+
+
+def l0(rig: ProxyRig, session: str) -> list[dict[str, Any]]:
+    """The session's L0 messages, read through the gateway's own data plane."""
+    scope = {"team_id": rig.team_id, "agent_id": rig.agent_id, "session_id": session, "limit": 100}
+    admin = rig.hub.meta.users.authenticate(SPACE, rig.user_key)
+    assert admin is not None
+    headers = {"authorization": f"Bearer {GATEWAY_KEY}", "x-tdai-service-id": SPACE}
+    response = httpx.post(f"{rig.url}/v3/conversation/query", json={**scope, "user_id": admin.user_id}, headers=headers)
+    assert response.status_code == 200, response.text
+    return list(response.json()["data"]["messages"])
+
+
+def test_a_main_turn_lands_in_l0_after_the_response_and_a_side_query_does_not(real: ProxyRig) -> None:
+    real.upstream.script(Reply(text="A title"), Reply(text="Use uv.", tool_calls=[("c1", "Bash", {"cmd": "uv"})]))
+    client = claude(real, session="cap-1")
+    client.messages.create(
+        model="m", max_tokens=10, thinking={"type": "disabled"}, messages=[user("Title for: packaging")]
+    )
+    with client.messages.stream(
+        model="m",
+        max_tokens=10,
+        system=CLAUDE_SYSTEM,
+        messages=[user("How do we package?", marker=True)],  # type: ignore[arg-type]
+    ) as stream:
+        assert stream.get_final_text() == "Use uv."
+    assert capture_of(real).drain(WAIT)
+    messages = l0(real, "cap-1")
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[0]["content"] == "How do we package?"  # the injected blocks are not part of it
+    assert "Use uv." in messages[1]["content"] and "Bash" in json.dumps(messages[1])
+
+
+def test_mem_commands_are_answered_by_memhub_streamed_or_not(real: ProxyRig) -> None:
+    client = claude(real, session="cmd-1")
+    help_reply = client.messages.create(model="m", max_tokens=10, messages=[user("mem:help")])
+    assert "mem:sync" in help_reply.content[0].text  # type: ignore[union-attr]
+    with client.messages.stream(model="m", max_tokens=10, messages=[user("mem:sync")]) as stream:
+        assert "refreshed" in stream.get_final_text()
+    codex = openai.OpenAI(api_key=real.user_key, base_url=real.base("codex"), max_retries=0)
+    with codex.responses.stream(model="m", input="mem:help") as events:
+        assert "mem:create-skill" in events.get_final_response().output_text
+    assert not real.upstream.requests
+    assert capture_of(real).drain(WAIT)
+    assert l0(real, "cmd-1") == []
+
+
+def test_a_store_failing_mid_turn_does_not_fail_the_turn(make_rig: Callable[..., ProxyRig]) -> None:
+    rig = make_rig(real=True, db_busy_timeout_ms=50)
+    client = claude(rig, session="locked-1")
+    # Another writer holds the database: every memhub write gives up after 50 ms while the turn goes on.
+    lock = sqlite3.connect(rig.hub.settings.data_dir / DB_FILENAME, isolation_level=None, check_same_thread=False)
+    lock.execute("BEGIN IMMEDIATE")
+    try:
+        reply = client.messages.create(model="m", max_tokens=10, messages=[user("remember: tabs", marker=True)])
+        assert reply.content[0].text == "ok from upstream"  # type: ignore[union-attr]
+        with client.messages.stream(model="m", max_tokens=10, messages=[user("and spaces?", marker=True)]) as s:
+            assert s.get_final_text() == "ok from upstream"
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    assert capture_of(rig).drain(WAIT)  # the capture retried once the writer let go
+    assert [m["content"] for m in l0(rig, "locked-1")] == [
+        "remember: tabs", "ok from upstream", "and spaces?", "ok from upstream"
+    ]  # fmt: skip

@@ -61,7 +61,7 @@ class Forwarding:
 
 class ProxyService:
     """Serves proxied turns and passthrough calls. `injector`, `capture` and `commands` may be None (a proxy
-    that only forwards)."""
+    that only forwards); `flush` runs at shutdown."""
 
     def __init__(
         self,
@@ -71,12 +71,14 @@ class ProxyService:
         injector: Injector | None = None,
         capture: TurnCapture | None = None,
         commands: Commands | None = None,
+        flush: Callable[[], object] | None = None,
     ) -> None:
         self.identity = identity
         self.upstream = upstream
         self.injector = injector
         self.capture = capture
         self.commands = commands
+        self.flush = flush  # writes what capture still holds (blocking), at shutdown
 
     async def turn(
         self, protocol: WireProtocol, segment: str, space_id: str, headers: Mapping[str, str], raw: bytes
@@ -146,8 +148,11 @@ class ProxyService:
         )
 
     async def aclose(self) -> None:
-        """Close the upstream connections."""
+        """Close the upstream connections, then flush the turns still queued for capture (before the store
+        closes)."""
         await self.upstream.aclose()
+        if self.flush is not None:
+            await anyio.to_thread.run_sync(self.flush)
 
     async def _command(self, identity: ProxyIdentity, user_text: str) -> str | None:
         try:
