@@ -129,7 +129,14 @@ class RecordingCapture(TurnCapture):
     turns: list[tuple[ProxyIdentity, WireProtocol, str, TurnOutput]] = field(default_factory=list)
     got: threading.Event = field(default_factory=threading.Event)
 
-    def submit(self, identity: ProxyIdentity, protocol: WireProtocol, user_text: str, output: TurnOutput) -> None:
+    def submit(
+        self,
+        identity: ProxyIdentity,
+        protocol: WireProtocol,
+        user_text: str,
+        output: TurnOutput,
+        position: int | None = None,
+    ) -> None:
         if self.fail:
             raise RuntimeError("the capture broke")
         self.turns.append((identity, protocol, user_text, output))

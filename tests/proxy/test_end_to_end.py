@@ -156,6 +156,17 @@ def test_a_main_turn_lands_in_l0_after_the_response_and_a_side_query_does_not(re
     assert "Use uv." in messages[1]["content"] and "Bash" in json.dumps(messages[1])
 
 
+def test_the_same_words_in_a_later_turn_are_captured_again(real: ProxyRig) -> None:
+    real.upstream.script(Reply(text="Done."), Reply(text="Done."), Reply(text="Done."))
+    client = claude(real, session="cap-2")
+    first = [user("yes", marker=True)]
+    later = [user("yes"), {"role": "assistant", "content": "Done."}, user("yes", marker=True)]
+    for messages in (first, first, later):  # the first request is sent twice, as a client's retry would
+        client.messages.create(model="m", max_tokens=10, system=CLAUDE_SYSTEM, messages=messages)  # type: ignore[arg-type]
+    assert capture_of(real).drain(WAIT)
+    assert [m["content"] for m in l0(real, "cap-2")] == ["yes", "Done.", "yes", "Done."]
+
+
 def test_mem_commands_are_answered_by_memhub_streamed_or_not(real: ProxyRig) -> None:
     client = claude(real, session="cmd-1")
     help_reply = client.messages.create(model="m", max_tokens=10, messages=[user("mem:help")])

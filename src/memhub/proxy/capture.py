@@ -4,9 +4,11 @@
 database locked by another writer, an I/O error) is retried with exponential backoff; a refusal (a 4xx domain
 error) is not. `close` stops taking turns and flushes what is queued before the process exits.
 
-A turn is written at most once: its L0 messages carry an idempotency key derived from the scope, the session and
-a hash of the turn's content, so a retry after a write that did land, or the same turn submitted twice, adds
-nothing. The queue lives in memory: turns still queued when the process is killed (not stopped) are lost.
+A turn is written at most once: its L0 messages carry an idempotency key derived from the scope, the session, the
+turn's place in the conversation (how many messages the request carried) and a hash of its content, so a retry
+after a write that did land, or the same request submitted twice, adds nothing — while a later turn that happens to
+say the same words ("yes", "ok") is a new turn and is kept. The queue lives in memory: turns still queued when
+the process is killed (not stopped) are lost.
 """
 
 from __future__ import annotations
@@ -69,9 +71,11 @@ class _Turn:
     skill_messages: list[dict[str, Any]] = field(default_factory=list)
 
 
-def turn_key(identity: ProxyIdentity, user_text: str, output: TurnOutput) -> str:
-    """The turn's idempotency key: its scope, session and content (the same turn always gets the same key)."""
+def turn_key(identity: ProxyIdentity, user_text: str, output: TurnOutput, position: int | None = None) -> str:
+    """The turn's idempotency key: its scope, session, place in the conversation and content (the same turn always
+    gets the same key)."""
     content = [
+        position,
         identity.service_id,
         identity.team_id,
         identity.user_id,
@@ -148,12 +152,19 @@ class BackgroundCapture:
         self._thread: threading.Thread | None = None
 
     # -- the port ---------------------------------------------------------------------------------
-    def submit(self, identity: ProxyIdentity, protocol: WireProtocol, user_text: str, output: TurnOutput) -> None:
+    def submit(
+        self,
+        identity: ProxyIdentity,
+        protocol: WireProtocol,
+        user_text: str,
+        output: TurnOutput,
+        position: int | None = None,
+    ) -> None:
         """Queue the turn; returns at once. A turn without a memory scope has nowhere to go and is not queued."""
         if not identity.has_memory_scope:
             log.debug("turn of session %s not captured: no team and agent", identity.session_id)
             return
-        key = turn_key(identity, user_text, output)
+        key = turn_key(identity, user_text, output, position)
         turn = _Turn(key, identity, protocol, user_text, output, int(time.time() * 1000))
         with self._lock:
             if self._closed:

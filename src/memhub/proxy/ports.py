@@ -63,8 +63,17 @@ class Injector(Protocol):
 class TurnCapture(Protocol):
     """Where a finished main turn goes: L0 and the skills conversation buffer, off the response path."""
 
-    def submit(self, identity: ProxyIdentity, protocol: WireProtocol, user_text: str, output: TurnOutput) -> None:
-        """Queue the turn; returns at once. Writes are retried and flushed on shutdown."""
+    def submit(
+        self,
+        identity: ProxyIdentity,
+        protocol: WireProtocol,
+        user_text: str,
+        output: TurnOutput,
+        position: int | None = None,
+    ) -> None:
+        """Queue the turn; returns at once. Writes are retried and flushed on shutdown. `position` is the turn's
+        place in the conversation (the number of messages the request carried): the same words said again later
+        are a new turn, the same request sent again is not."""
         ...
 
 

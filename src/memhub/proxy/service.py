@@ -112,7 +112,9 @@ class ProxyService:
             forwarding.payload,
             memory=forwarding.memory,
             adapter=adapter,
-            on_output=(lambda output: self._submit(capture, identity, protocol, user_text or "", output))
+            on_output=(
+                lambda output: self._submit(capture, identity, protocol, user_text or "", output, _position(body))
+            )
             if capture is not None
             else None,
         )
@@ -188,11 +190,12 @@ class ProxyService:
         protocol: WireProtocol,
         user_text: str,
         output: TurnOutput,
+        position: int | None,
     ) -> None:
         if not output.complete:
             return
         try:
-            capture.submit(identity, protocol, user_text, output)
+            capture.submit(identity, protocol, user_text, output, position)
         except Exception:
             log.exception("capture of a turn of session %s failed", identity.session_id)
 
@@ -263,6 +266,15 @@ def _json_object(raw: bytes) -> Body | None:
     except ValueError:
         return None
     return body if isinstance(body, dict) else None
+
+
+def _position(body: Body) -> int | None:
+    """The turn's place in its conversation: how many messages (or Responses input items) the request carried."""
+    for name in ("messages", "input"):
+        items = body.get(name)
+        if isinstance(items, list):
+            return len(items)
+    return None
 
 
 def _pairs(headers: Mapping[str, str]) -> list[tuple[str, str]]:

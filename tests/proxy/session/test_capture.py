@@ -189,3 +189,13 @@ def test_skills_switched_off_leave_the_skills_buffer_alone(crew: Crew) -> None:
     capture.submit(identity(crew), WireProtocol.ANTHROPIC, RAW_USER, OUTPUT)
     assert capture.close(WAIT)
     assert len(l0(crew)) == 2 and skills_buffer(crew) == []
+
+
+def test_the_same_words_said_again_later_are_a_new_turn(crew: Crew) -> None:
+    capture = capture_of(crew)
+    yes, ok = "yes", TurnOutput(text="Ok, done.", complete=True)
+    capture.submit(identity(crew), WireProtocol.OPENAI_CHAT, yes, ok, position=3)
+    capture.submit(identity(crew), WireProtocol.OPENAI_CHAT, yes, ok, position=3)  # the same request, resent
+    capture.submit(identity(crew), WireProtocol.OPENAI_CHAT, yes, ok, position=5)  # said again two messages later
+    assert capture.close(WAIT)
+    assert [m["content"] for m in l0(crew)] == ["yes", "Ok, done.", "yes", "Ok, done."]
