@@ -169,6 +169,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, default=300, help="measured turns per protocol and mode")
     parser.add_argument("--pace-ms", type=float, default=100.0, help="pause between turns on the default server")
+    parser.add_argument("--setup", choices=sorted(SETUPS), action="append", help="only these setups (default: both)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "proxy.json")
     args = parser.parse_args()
     fake = FakeUpstream()
@@ -176,6 +177,8 @@ def main() -> None:
     results: list[dict[str, Any]] = []
     try:
         for setup, (extra, pacing) in SETUPS.items():
+            if args.setup and setup not in args.setup:
+                continue
             pace = args.pace_ms / 1000 if pacing == "paced" else 0.0
             with tempfile.TemporaryDirectory(prefix="mh-proxy-") as tmp:
                 env = {

@@ -26,6 +26,7 @@ class Reply:
     drop: bool = False  # close the connection without answering
     hold: threading.Event | None = None  # streamed: after the first event, wait for this before the rest
     hang: bool = False  # streamed: after the first event, wait until the proxy closes the connection
+    stall: threading.Event | None = None  # answer nothing (not even headers) until this is set
 
 
 @dataclass
@@ -62,6 +63,10 @@ class UpstreamHandler(TrackedHandler):
             self._json(200, {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.5]}]})
             return
         reply = self.fake.next_reply()
+        if reply.stall is not None:
+            reply.stall.wait()
+            self.close_connection = True
+            return
         if reply.drop:
             self.close_connection = True
             self.connection.shutdown(2)

@@ -192,6 +192,7 @@ def test_a_store_failing_mid_turn_does_not_fail_the_turn(make_rig: Callable[...,
         assert reply.content[0].text == "ok from upstream"  # type: ignore[union-attr]
         with client.messages.stream(model="m", max_tokens=10, messages=[user("and spaces?", marker=True)]) as s:
             assert s.get_final_text() == "ok from upstream"
+        assert l0(rig, "locked-1") == []  # nothing could be written while the other writer held the database
     finally:
         lock.execute("ROLLBACK")
         lock.close()

@@ -227,6 +227,21 @@ def test_a_connection_dropped_before_any_byte_is_tried_once_more(rig: ProxyRig) 
     assert len(rig.upstream.turns("/v1/chat/completions")) == 4  # one retry, not more
 
 
+def test_an_upstream_that_does_not_answer_in_time_is_a_504_and_is_not_sent_again(make_rig) -> None:  # type: ignore[no-untyped-def]
+    # The provider may be working on (and billing for) a request it has not answered yet: it is not sent twice.
+    rig = make_rig(proxy_read_timeout_seconds=0.2)
+    stall = threading.Event()
+    rig.upstream.script(Reply(stall=stall), Reply())
+    try:
+        with pytest.raises(openai.APIStatusError) as raised:
+            oai(rig).chat.completions.create(model="gpt-x", messages=[{"role": "user", "content": "hi"}])
+    finally:
+        stall.set()
+    assert raised.value.status_code == 504
+    assert raised.value.body["type"] == "api_error" and "timed out" in raised.value.body["message"]
+    assert len(rig.upstream.turns("/v1/chat/completions")) == 1
+
+
 def test_the_callers_own_provider_key_goes_upstream(rig: ProxyRig) -> None:
     oai(rig, **{"x-provider-api-key": "sk-callers-own"}).chat.completions.create(
         model="gpt-x", messages=[{"role": "user", "content": "hi"}]

@@ -31,6 +31,7 @@ ERROR_KINDS = {
     401: "authentication_error",
     403: "permission_error",
     502: "api_error",
+    504: "api_error",
 }
 # Receives what the model answered once the response has ended.
 OutputSink = Callable[[TurnOutput], None]
@@ -217,7 +218,7 @@ class ProxyService:
         try:
             response = await self.upstream.send(family, method, path, outbound, payload, query)
         except UpstreamUnavailable as exc:
-            return _error(adapter, 502, str(exc), memory)
+            return _error(adapter, exc.status, str(exc), memory)
         reply_headers = {**self.upstream.response_headers(response), MEMORY_HEADER: memory}
         streamed = response.headers.get("content-type", "").startswith(SSE)
         if response.status_code < 400 and streamed:

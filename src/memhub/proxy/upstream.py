@@ -54,7 +54,25 @@ class UpstreamConfig:
 
 
 class UpstreamUnavailable(Exception):
-    """The upstream could not be reached (after the retry), so nothing was received from it."""
+    """Nothing usable came from the upstream: it could not be reached (after the retry), or it did not start its
+    answer in time. `status` is what the caller gets: 502, or 504 for a timeout."""
+
+    def __init__(self, message: str, status: int = 502) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# Failures after which the request cannot have been answered: no connection, or the connection closed before any
+# byte of an answer (a pooled connection the provider had dropped). A read timeout is not among them: the
+# provider may be working on (and billing for) the request, so sending it again could run it twice.
+RETRIED = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.PoolTimeout,
+    httpx.RemoteProtocolError,
+    httpx.ReadError,
+    httpx.WriteError,
+)
 
 
 def _is_memhub_key(value: str) -> bool:
@@ -130,8 +148,9 @@ class Upstream:
     ) -> httpx.Response:
         """The upstream's response with its headers read and its body not yet (read or stream it, then close it).
 
-        A connection refused, reset or timed out before the response started is tried once more, then
-        `UpstreamUnavailable`. An HTTP error status is a response like any other.
+        A connection refused, reset or closed before the response started is tried once more, then
+        `UpstreamUnavailable` (502); a response that does not start within the read timeout is not tried again
+        (504). An HTTP error status is a response like any other.
         """
         endpoint = self.config.endpoint(family)
         url = endpoint.base_url.rstrip("/") + path + (f"?{query}" if query else "")
@@ -141,6 +160,13 @@ class Upstream:
         for attempt in range(1 + self.config.retries):
             try:
                 return await http.send(request, stream=True)
+            except httpx.TimeoutException as exc:
+                if isinstance(exc, RETRIED):
+                    failure = exc
+                    log.warning("upstream %s %s failed (attempt %d): %r", method, url, attempt + 1, exc)
+                    continue
+                log.warning("upstream %s %s timed out; not sent again: %r", method, url, exc)
+                raise UpstreamUnavailable(f"upstream {endpoint.base_url} timed out: {type(exc).__name__}", 504) from exc
             except httpx.TransportError as exc:
                 failure = exc
                 log.warning("upstream %s %s failed (attempt %d): %r", method, url, attempt + 1, exc)
