@@ -55,6 +55,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from memhub.background import lower_thread_priority
+
 log = logging.getLogger(__name__)
 
 try:  # optional: without it every search is exact, which is correct, only slower for big scopes
@@ -619,6 +621,7 @@ class VectorIndex:
 
 def _worker_main(ref: weakref.ReferenceType[VectorIndex], wake: threading.Event) -> None:
     """Background loop: builds graphs and drains pending keys. Exits when the index is closed or collected."""
+    lower_thread_priority()
     while True:
         wake.wait(timeout=60.0)  # the finalizer / close() set it; the timeout is only a safety net
         wake.clear()  # cleared before looking for work, so a mutation after this point wakes us again

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from memhub.background import lower_thread_priority
 from memhub.errors import TooManyRequests
 
 log = logging.getLogger("memhub.knowledge")
@@ -199,6 +200,7 @@ class BuildQueue:
             return item
 
     def _work(self) -> None:
+        lower_thread_priority()  # the build threads it starts inherit it
         while (item := self._next()) is not None:
             try:
                 self._run(item)

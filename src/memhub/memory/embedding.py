@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from memhub.background import lower_thread_priority
 from memhub.model import EmbeddingModel
 from memhub.model.query import QueryTerms
 from memhub.retrieval.embed import Embedder, EmbeddingError
@@ -136,6 +137,7 @@ class EmbeddingRuntime:
         self._wake.set()
 
     def _run(self) -> None:
+        lower_thread_priority()
         backoff = 1.0
         while not self._stop.is_set():
             try:

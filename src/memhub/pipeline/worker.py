@@ -11,6 +11,7 @@ import logging
 import threading
 import uuid
 
+from memhub.background import lower_thread_priority
 from memhub.model.pipeline import Job, LeaseLost
 from memhub.pipeline.config import PipelineConfig
 from memhub.pipeline.runner import PipelineRunner
@@ -60,6 +61,7 @@ class PipelineWorker:
         self._wake.set()
 
     def _loop(self) -> None:
+        lower_thread_priority()
         while not self._stop.is_set():
             try:
                 worked = self.run_once()

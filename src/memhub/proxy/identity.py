@@ -5,11 +5,18 @@ The original verifies the key with an HTTP call to its gateway; here the proxy r
 is checked in process (in a worker thread: a database read) and the team and agent are authorized by the same rule
 the data plane applies to a user key (`memhub.meta.access`): a turn never reads or writes memory the key could not
 reach through `/v3`.
+
+A key's check and its scope are remembered for `AUTH_CACHE_SECONDS` (an agent sends its turns and tool round trips
+in quick succession, and the check is a worker-thread hop and a database read each time): a key revoked, or a
+membership removed, takes effect on the proxy within that time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from anyio import to_thread
@@ -48,6 +55,8 @@ MAX_ID_CHARS = 256  # as the data plane's ids
 MAX_SPACE_ID_CHARS = 128  # as the gateway's x-tdai-service-id
 MISSING_USER_KEY = "unauthorized: missing_user_key (send the memhub user key as the Bearer token or x-api-key)"
 INVALID_USER_KEY = "unauthorized: invalid_user_key"
+AUTH_CACHE_SECONDS = 2.0
+AUTH_CACHE_ENTRIES = 4096
 
 
 def user_key_of(headers: Mapping[str, str]) -> str | None:
@@ -86,6 +95,9 @@ def _header_id(headers: Mapping[str, str], field: str) -> str | None:
     return None
 
 
+Scope = tuple[str | None, str | None, str | None]  # the team, agent and task a turn acts as
+
+
 @dataclass(frozen=True, slots=True)
 class _Wanted:
     """The ids the headers named (None: not named)."""
@@ -98,8 +110,11 @@ class _Wanted:
 class KeyIdentityResolver:
     """The `IdentityResolver` of a proxy served by the gateway's own process."""
 
-    def __init__(self, meta: MetaServices) -> None:
+    def __init__(self, meta: MetaServices, clock: Callable[[], float] = time.monotonic) -> None:
         self.meta = meta
+        self.clock = clock
+        # (space, key digest, wanted ids) → (expires at, caller, team, agent, task); successes only.
+        self._recent: OrderedDict[tuple[str, str, _Wanted], tuple[float, Caller, Scope]] = OrderedDict()
 
     async def resolve(
         self, headers: Mapping[str, str], *, space_id: str, agent_source: str, fallback_session: str
@@ -113,8 +128,7 @@ class KeyIdentityResolver:
             raise ProxyDenied(401, MISSING_USER_KEY)
         session_id = session_of(headers, fallback_session)
         wanted = _Wanted(*(_header_id(headers, f) for f in ("team_id", "agent_id", "task_id")))
-        # One hop to a worker thread for both database reads: on a busy machine each hop costs more than the reads.
-        caller, (team_id, agent_id, task_id) = await to_thread.run_sync(self._authorize, space_id, key, wanted)
+        caller, (team_id, agent_id, task_id) = await self._authorized(space_id, key, wanted)
         assert caller.user_id is not None
         return ProxyIdentity(
             service_id=space_id,
@@ -128,16 +142,29 @@ class KeyIdentityResolver:
             user_type=caller.user_type,
         )
 
-    def _authorize(
-        self, space_id: str, key: str, wanted: _Wanted
-    ) -> tuple[Caller, tuple[str | None, str | None, str | None]]:
+    async def _authorized(self, space_id: str, key: str, wanted: _Wanted) -> tuple[Caller, Scope]:
+        """The key's caller and scope: remembered for a moment, else checked in one worker-thread hop (on a busy
+        machine the hop costs more than the database reads)."""
+        cache_key = (space_id, hashlib.sha256(key.encode()).hexdigest(), wanted)
+        now = self.clock()
+        hit = self._recent.get(cache_key)
+        if hit is not None and hit[0] > now:
+            return hit[1], hit[2]
+        caller, scope = await to_thread.run_sync(self._authorize, space_id, key, wanted)
+        self._recent[cache_key] = (now + AUTH_CACHE_SECONDS, caller, scope)
+        self._recent.move_to_end(cache_key)
+        while len(self._recent) > AUTH_CACHE_ENTRIES:
+            self._recent.popitem(last=False)
+        return caller, scope
+
+    def _authorize(self, space_id: str, key: str, wanted: _Wanted) -> tuple[Caller, Scope]:
         """The key's caller and the team, agent and task it acts as; ProxyDenied 401 for an unknown key."""
         caller = self.meta.users.authenticate(space_id, key)
         if caller is None:
             raise ProxyDenied(401, INVALID_USER_KEY)
         return caller, self._scope(caller, wanted)
 
-    def _scope(self, caller: Caller, wanted: _Wanted) -> tuple[str | None, str | None, str | None]:
+    def _scope(self, caller: Caller, wanted: _Wanted) -> Scope:
         """The team, agent and task the turn acts as, each authorized for the key."""
         try:
             with self.meta.store.reading(caller.service_id) as r:

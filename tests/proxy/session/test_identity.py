@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from memhub.proxy.identity import KeyIdentityResolver
+from memhub.proxy.identity import AUTH_CACHE_SECONDS, KeyIdentityResolver
 from memhub.proxy.model import ProxyIdentity
 from memhub.proxy.ports import ProxyDenied
 from tests.meta.org import lapse_key
@@ -116,3 +116,23 @@ def test_the_session_is_the_first_session_header_present(crew: Crew) -> None:
     assert bad == "x-session-id: must not contain control characters"
     assert denied(crew, {**key, "x-chat-id": "c" * 257}, 400) == "x-chat-id: must be at most 256 characters"
     assert denied(crew, key, 400, space_id="s" * 129).startswith("space_id: ")
+
+
+def test_a_revoked_key_stops_working_once_its_check_is_no_longer_remembered(crew: Crew) -> None:
+    now = [1000.0]
+    resolver = KeyIdentityResolver(crew.hub.meta, clock=lambda: now[0])
+    key = crew.org.ok(crew.bob, "/v3/meta/user-key/create", {})
+
+    def run() -> ProxyIdentity:
+        headers = bearer(key["key_value"])
+        return asyncio.run(
+            resolver.resolve(headers, space_id=crew.service, agent_source="claude-code", fallback_session=FALLBACK)
+        )
+
+    assert run().user_id == crew.bob.user_id
+    crew.org.ok(crew.bob, "/v3/meta/user-key/revoke", {"key_id": key["key_id"]})
+    assert run().user_id == crew.bob.user_id  # the check made a moment ago still stands
+    now[0] += AUTH_CACHE_SECONDS
+    with pytest.raises(ProxyDenied) as info:
+        run()
+    assert info.value.status == 401
