@@ -34,9 +34,10 @@ class Received:
     """One request as the upstream saw it."""
 
     method: str
-    path: str
+    path: str  # without the query string
     headers: dict[str, str]
     body: bytes
+    query: str = ""
 
     @property
     def json(self) -> Any:
@@ -56,10 +57,10 @@ class UpstreamHandler(TrackedHandler):
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
         received = self._record(raw)
-        if self.path == "/v1/messages/count_tokens":
+        if received.path == "/v1/messages/count_tokens":
             self._json(200, {"input_tokens": 7})
             return
-        if self.path == "/v1/embeddings":
+        if received.path == "/v1/embeddings":
             self._json(200, {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.5]}]})
             return
         reply = self.fake.next_reply()
@@ -75,7 +76,7 @@ class UpstreamHandler(TrackedHandler):
             self._send(reply.status, reply.error_type, reply.error_body)
             return
         body = received.json or {}
-        speak = {"/v1/chat/completions": chat, "/v1/messages": messages, "/v1/responses": responses}.get(self.path)
+        speak = {"/v1/chat/completions": chat, "/v1/messages": messages, "/v1/responses": responses}.get(received.path)
         if speak is None:
             self._json(404, {"error": {"message": f"no such route {self.path}"}})
             return
@@ -87,7 +88,8 @@ class UpstreamHandler(TrackedHandler):
 
     def _record(self, raw: bytes) -> Received:
         headers = {k.lower(): v for k, v in self.headers.items()}
-        received = Received(self.command, self.path, headers, raw)
+        path, _, query = self.path.partition("?")
+        received = Received(self.command, path, headers, raw, query)
         with self.fake._lock:
             self.fake.requests.append(received)
         return received

@@ -130,6 +130,7 @@ def test_anthropic_turn_keeps_cache_control_and_version_headers(rig: ProxyRig) -
         system=system,  # type: ignore[arg-type]
         messages=[{"role": "user", "content": [{"type": "text", "text": "weather?"}]}],
         extra_headers={"anthropic-beta": "tools-2024"},
+        extra_query={"beta": "true"},  # as Claude Code sends it
     )
     message = raw.parse()
     assert message.content[0].type == "tool_use" and message.content[0].input == {"city": "Paris"}
@@ -137,6 +138,7 @@ def test_anthropic_turn_keeps_cache_control_and_version_headers(rig: ProxyRig) -
     [sent] = rig.upstream.turns("/v1/messages")
     assert sent.headers["x-api-key"] == PROVIDER_KEY_ANTHROPIC
     assert sent.headers["anthropic-version"] and sent.headers["anthropic-beta"] == "tools-2024"
+    assert sent.query == "beta=true"
     assert sent.json["system"][0] == system[0]
     assert sent.json["system"][1]["cache_control"] == {"type": "ephemeral"}
     assert sent.json["system"][1]["text"].startswith("# Memory\nnotes\n\n<tdai_memory_tools>")

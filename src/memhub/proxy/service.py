@@ -82,9 +82,16 @@ class ProxyService:
         self.flush = flush  # writes what capture still holds (blocking), at shutdown
 
     async def turn(
-        self, protocol: WireProtocol, segment: str, space_id: str, headers: Mapping[str, str], raw: bytes
+        self,
+        protocol: WireProtocol,
+        segment: str,
+        space_id: str,
+        headers: Mapping[str, str],
+        raw: bytes,
+        query: str = "",
     ) -> ProxyReply:
-        """One model call in `protocol`: answered here (a `mem:` command, an error) or forwarded."""
+        """One model call in `protocol`: answered here (a `mem:` command, an error) or forwarded, with the caller's
+        query string (Claude Code sends `?beta=true`)."""
         adapter = adapter_for(protocol)
         agent_source = agent_source_of(segment)
         body = _json_object(raw)
@@ -118,6 +125,7 @@ class ProxyService:
             )
             if capture is not None
             else None,
+            query=query,
         )
 
     async def passthrough(

@@ -71,7 +71,7 @@ def mount(app: FastAPI, service: ProxyService) -> None:
             raw = await checked(request, protocol)
             if isinstance(raw, Response):
                 return raw
-            return _send(await service.turn(protocol, agent, space_id, request.headers, raw))
+            return _send(await service.turn(protocol, agent, space_id, request.headers, raw, request.url.query))
 
         return route
 
