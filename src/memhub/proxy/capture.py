@@ -23,8 +23,9 @@ Without a spool directory (tests of other parts) the queue is all there is.
 
 A turn is written to L0 at most once: its L0 messages carry an idempotency key derived from the scope, the
 session, the turn's place in the conversation (how many messages the request carried) and a hash of its content,
-so a replay after a write that did land, or the same request submitted twice, adds nothing — while a later turn
-that happens to say the same words ("yes", "ok") is a new turn and is kept.
+so a replay after a write that did land, or the same request submitted twice, adds nothing (for as long as the
+store keeps the key: 7 days; past that, the file's l0_done still keeps a replay off L0) — while a later turn that
+happens to say the same words ("yes", "ok") is a new turn and is kept.
 """
 
 from __future__ import annotations

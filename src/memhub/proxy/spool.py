@@ -50,7 +50,8 @@ def _write_durably(path: Path, record: dict[str, Any]) -> None:
     data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
     tmp = path.with_name(path.name + TMP_SUFFIX)
     try:
-        with tmp.open("wb") as handle:
+        # Owner-only, as the database is: a turn holds what the user said and what the model answered.
+        with os.fdopen(os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600), "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
@@ -98,10 +99,10 @@ class Spool:
     def claim(self) -> list[Path]:
         """Make this run's directory, adopt every turn an ended run left, and return this run's turn files in
         submitted order (the ones to replay)."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         name = f"{os.getpid()}-{secrets.token_hex(4)}"
         new = self.root / f"{NEW_PREFIX}{name}"
-        new.mkdir()
+        new.mkdir(mode=0o700)
         fd = _try_lock(new / LOCK_FILE, create=True)
         assert fd is not None  # a directory nobody else knows yet
         own = self.root / f"{RUN_PREFIX}{name}"
@@ -150,7 +151,7 @@ class Spool:
     def reject(self, path: Path, record: dict[str, Any] | None) -> Path:
         """Move a turn the store refused for good to rejected/: `record` (with the reason) as its content, or the
         file as it is when it could not be read."""
-        self.rejected.mkdir(exist_ok=True)
+        self.rejected.mkdir(exist_ok=True, mode=0o700)
         target = self.rejected / path.name
         if record is None:
             path.rename(target)

@@ -283,6 +283,7 @@ def test_a_turn_spooled_while_the_store_is_locked_is_written_once_by_the_next_st
         first.submit(identity(crew), WireProtocol.ANTHROPIC, RAW_USER, OUTPUT)
         assert failed.wait(WAIT), "the first attempt never failed"
         [waiting] = spooled(spool)  # on disk before the first attempt at the store
+        assert waiting.stat().st_mode & 0o777 == 0o600  # what the user said, readable by the owner only
         # Gives up at once: the writer stops after the store call in progress, the turn stays in the spool.
         assert not first.close(0)
         assert spooled(spool) == [waiting]
@@ -299,6 +300,29 @@ def test_a_turn_spooled_while_the_store_is_locked_is_written_once_by_the_next_st
     assert replay(crew, spool).close(WAIT)
     assert len(l0(crew)) == 2 and len(skills_buffer(crew)) == 3
     assert [p.name for p in spool.iterdir()] == []  # every run's directory removed with its last turn
+
+
+def test_a_second_process_over_the_same_spool_leaves_a_live_run_s_turns_alone(
+    locked_gw: Gateway, tmp_path: Path
+) -> None:
+    crew = make_crew(locked_gw)
+    spool = tmp_path / "spool"
+    failed = threading.Event()
+    serving = capture_of(crew, spool_dir=spool, on_retry=lambda exc, attempt: failed.set())
+    lock = WriteLock(locked_gw)
+    try:
+        serving.submit(identity(crew), WireProtocol.ANTHROPIC, RAW_USER, OUTPUT)
+        assert failed.wait(WAIT)
+        [waiting] = spooled(spool)
+        # `memhub proxy` starting over the same data dir while `memhub serve` runs: nothing to adopt.
+        other = replay(crew, spool)
+        assert spooled(spool) == [waiting]
+        assert other.close(WAIT)
+    finally:
+        lock.release()
+    assert serving.close(WAIT)  # the live run writes its own turn
+    assert len(l0(crew)) == 2 and len(skills_buffer(crew)) == 3
+    assert spooled(spool) == []
 
 
 def test_a_store_outage_longer_than_any_retry_count_loses_nothing(locked_gw: Gateway, tmp_path: Path) -> None:
