@@ -39,6 +39,7 @@ from memhub.pipeline.runner import JobHandler, PipelineRunner
 from memhub.pipeline.service import PipelineService
 from memhub.pipeline.stages import LLMPersona, LLMScenes, RulePersona, RuleScenes, Stages
 from memhub.pipeline.worker import PipelineWorker
+from memhub.proxy.capture import SPOOL_DIR as CAPTURE_SPOOL_DIR
 from memhub.proxy.capture import BackgroundCapture
 from memhub.proxy.commands import MemCommands
 from memhub.proxy.identity import KeyIdentityResolver
@@ -238,6 +239,8 @@ class Hub:
             self.worker.start()
         if knowledge:
             self.knowledge.resume()  # builds a previous process left queued or running
+        if self.proxy is not None:
+            self.proxy.start()  # replays the turns a previous process left in the capture spool
 
     def close(self) -> None:
         """Stop every worker, then close the store (a queued build or job resumes at the next start)."""
@@ -275,7 +278,13 @@ def build_proxy(settings: Settings, hub: Hub) -> tuple[ProxyService, SessionToke
         ),
         tokens.mint,
     )
-    capture = BackgroundCapture(hub.memory.conversation, hub.skill_mining, hub.meta) if settings.proxy_capture else None
+    capture = (
+        BackgroundCapture(
+            hub.memory.conversation, hub.skill_mining, hub.meta, spool_dir=settings.data_dir / CAPTURE_SPOOL_DIR
+        )
+        if settings.proxy_capture
+        else None
+    )
     commands = MemCommands(
         hub.skill_mining, injector.forget_session, flush_capture=capture.drain if capture is not None else None
     )
@@ -286,6 +295,7 @@ def build_proxy(settings: Settings, hub: Hub) -> tuple[ProxyService, SessionToke
         capture=capture,
         commands=commands,
         flush=capture.close if capture is not None else None,
+        resume=capture.resume if capture is not None else None,
     )
     return service, tokens
 

@@ -62,7 +62,8 @@ class Forwarding:
 
 class ProxyService:
     """Serves proxied turns and passthrough calls. `injector`, `capture` and `commands` may be None (a proxy
-    that only forwards); `flush` runs at shutdown."""
+    that only forwards); `resume` runs at start (capture replays what a previous process left), `flush` at
+    shutdown."""
 
     def __init__(
         self,
@@ -73,6 +74,7 @@ class ProxyService:
         capture: TurnCapture | None = None,
         commands: Commands | None = None,
         flush: Callable[[], object] | None = None,
+        resume: Callable[[], object] | None = None,
     ) -> None:
         self.identity = identity
         self.upstream = upstream
@@ -80,6 +82,7 @@ class ProxyService:
         self.capture = capture
         self.commands = commands
         self.flush = flush  # writes what capture still holds (blocking), at shutdown
+        self.resume = resume  # starts the capture's replay of what a previous process left (returns at once)
 
     async def turn(
         self,
@@ -157,6 +160,11 @@ class ProxyService:
             adapter=adapter,
             query=query,
         )
+
+    def start(self) -> None:
+        """At start: capture replays the turns a previous process left in its spool (in the background)."""
+        if self.resume is not None:
+            self.resume()
 
     async def aclose(self) -> None:
         """Close the upstream connections, then flush the turns still queued for capture (before the store

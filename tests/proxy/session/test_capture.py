@@ -1,8 +1,9 @@
 """Capture: a finished turn reaches L0 (cleaned, with its tool calls readable) and the skills buffer exactly once,
-survives a store that is briefly locked, and is flushed by close."""
+survives a store that is locked (briefly, or across a restart: the spool), and is flushed by close."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -11,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from memhub.errors import Conflict, FieldError, Forbidden, StorageBusy, TooManyRequests
 from memhub.model.skills import SessionKey
-from memhub.proxy.capture import BackgroundCapture, CaptureConfig
+from memhub.proxy.capture import BackgroundCapture, CaptureConfig, is_permanent, turn_key
 from memhub.proxy.model import ProxyIdentity, ToolCall, TurnOutput, WireProtocol
 from memhub.store.sqlite.store import DB_FILENAME
 from tests.conftest import Gateway, build_gateway
@@ -199,3 +201,249 @@ def test_the_same_words_said_again_later_are_a_new_turn(crew: Crew) -> None:
     capture.submit(identity(crew), WireProtocol.OPENAI_CHAT, yes, ok, position=5)  # said again two messages later
     assert capture.close(WAIT)
     assert [m["content"] for m in l0(crew)] == ["yes", "Ok, done.", "yes", "Ok, done."]
+
+
+# -- the spool: what a restart, a kill or a refusal leaves --------------------------------------------------------
+
+
+def spooled(spool: Path) -> list[Path]:
+    """The turn files waiting in the spool, in every run's directory."""
+    return sorted(spool.glob("run-*/*.json"))
+
+
+def rejected(spool: Path) -> list[Path]:
+    return sorted((spool / "rejected").glob("*.json"))
+
+
+def skills_enabled(crew: Crew, on: bool) -> None:
+    body = {"user_id": crew.alice.user_id, "module": "asset_type", "params": {"skill.enabled": "1" if on else "0"}}
+    crew.org.ok(crew.alice, "/v3/meta/config/user/set", body)
+
+
+SUBMITTED_MS = 1_767_225_600_000
+
+
+def spool_file(crew: Crew, spool: Path, *, l0_done: bool, skills_done: bool = False) -> Path:
+    """A turn file as a run that ended (its directory's lock free) left it: the file format, written by hand."""
+    who = identity(crew)
+    key = turn_key(who, RAW_USER, OUTPUT, 4)
+    record = {
+        "version": 1,
+        "key": key,
+        "identity": {
+            "service_id": who.service_id,
+            "user_id": who.user_id,
+            "key_id": who.key_id,
+            "session_id": who.session_id,
+            "agent_source": who.agent_source,
+            "team_id": who.team_id,
+            "agent_id": who.agent_id,
+            "task_id": None,
+            "user_type": "normal",
+        },
+        "protocol": "anthropic",
+        "user_text": RAW_USER,
+        "output": {
+            "text": OUTPUT.text,
+            "tool_calls": [{"id": "call_1", "name": "Bash", "arguments": '{"command": "cat deploy.md"}'}],
+            "usage": {"input_tokens": 12, "output_tokens": 7},
+            "finish_reason": "tool_calls",
+            "complete": True,
+        },
+        "position": 4,
+        "submitted_ms": SUBMITTED_MS,
+        "l0_done": l0_done,
+        "skills_done": skills_done,
+    }
+    run = spool / "run-4242-0badc0de"
+    run.mkdir(parents=True, exist_ok=True)
+    (run / ".lock").touch()
+    path = run / f"{SUBMITTED_MS:015d}-{key}.json"
+    path.write_text(json.dumps(record))
+    return path
+
+
+def replay(crew: Crew, spool: Path, **kwargs: Any) -> BackgroundCapture:
+    """A capture starting over `spool` (as the runtime's does at start), once it replayed what it found."""
+    capture = capture_of(crew, spool_dir=spool, **kwargs)
+    capture.resume()
+    assert capture.drain(WAIT)
+    return capture
+
+
+def test_a_turn_spooled_while_the_store_is_locked_is_written_once_by_the_next_start(
+    locked_gw: Gateway, tmp_path: Path
+) -> None:
+    crew = make_crew(locked_gw)
+    spool = tmp_path / "spool"
+    failed = threading.Event()
+    first = capture_of(crew, spool_dir=spool, on_retry=lambda exc, attempt: failed.set())
+    lock = WriteLock(locked_gw)
+    try:
+        first.submit(identity(crew), WireProtocol.ANTHROPIC, RAW_USER, OUTPUT)
+        assert failed.wait(WAIT), "the first attempt never failed"
+        [waiting] = spooled(spool)  # on disk before the first attempt at the store
+        assert waiting.stat().st_mode & 0o777 == 0o600  # what the user said, readable by the owner only
+        # Gives up at once: the writer stops after the store call in progress, the turn stays in the spool.
+        assert not first.close(0)
+        assert spooled(spool) == [waiting]
+    finally:
+        lock.release()
+    assert l0(crew) == []
+    second = replay(crew, spool)
+    user, assistant = l0(crew)
+    assert (user["content"], assistant["role"]) == (TYPED, "assistant")
+    assert len(skills_buffer(crew)) == 3
+    assert spooled(spool) == []
+    assert second.close(WAIT)
+    # Replaying again finds nothing: written once, and once only.
+    assert replay(crew, spool).close(WAIT)
+    assert len(l0(crew)) == 2 and len(skills_buffer(crew)) == 3
+    assert [p.name for p in spool.iterdir()] == []  # every run's directory removed with its last turn
+
+
+def test_a_second_process_over_the_same_spool_leaves_a_live_run_s_turns_alone(
+    locked_gw: Gateway, tmp_path: Path
+) -> None:
+    crew = make_crew(locked_gw)
+    spool = tmp_path / "spool"
+    failed = threading.Event()
+    serving = capture_of(crew, spool_dir=spool, on_retry=lambda exc, attempt: failed.set())
+    lock = WriteLock(locked_gw)
+    try:
+        serving.submit(identity(crew), WireProtocol.ANTHROPIC, RAW_USER, OUTPUT)
+        assert failed.wait(WAIT)
+        [waiting] = spooled(spool)
+        # `memhub proxy` starting over the same data dir while `memhub serve` runs: nothing to adopt.
+        other = replay(crew, spool)
+        assert spooled(spool) == [waiting]
+        assert other.close(WAIT)
+    finally:
+        lock.release()
+    assert serving.close(WAIT)  # the live run writes its own turn
+    assert len(l0(crew)) == 2 and len(skills_buffer(crew)) == 3
+    assert spooled(spool) == []
+
+
+def test_a_store_outage_longer_than_any_retry_count_loses_nothing(locked_gw: Gateway, tmp_path: Path) -> None:
+    crew = make_crew(locked_gw)
+    attempts = threading.Semaphore(0)
+    capture = capture_of(crew, spool_dir=tmp_path / "spool", on_retry=lambda exc, attempt: attempts.release())
+    lock = WriteLock(locked_gw)
+    try:
+        capture.submit(identity(crew), WireProtocol.OPENAI_CHAT, TYPED, TurnOutput(text="Noted."))
+        for _ in range(20):  # more failed attempts than the capture ever allowed before it dropped a turn
+            assert attempts.acquire(timeout=WAIT)
+    finally:
+        lock.release()
+    assert capture.drain(WAIT)
+    assert [m["content"] for m in l0(crew)] == [TYPED, "Noted."]
+    assert capture.close(WAIT)
+
+
+def test_a_replay_after_the_l0_write_was_recorded_makes_only_the_skills_write(gw: Gateway, tmp_path: Path) -> None:
+    crew = make_crew(gw)
+    # The earlier run's L0 write, made as it made it (skills off, so that run's skills write never happens).
+    skills_enabled(crew, False)
+    spool_file(crew, tmp_path / "before", l0_done=False)
+    assert replay(crew, tmp_path / "before").close(WAIT)
+    assert len(l0(crew)) == 2 and skills_buffer(crew) == []
+    skills_enabled(crew, True)
+    # Killed between the two writes: the file says L0 is done.
+    spool = tmp_path / "spool"
+    spool_file(crew, spool, l0_done=True)
+    capture = replay(crew, spool)
+    assert [m["role"] for m in l0(crew)] == ["user", "assistant"]
+    assert [m["role"] for m in skills_buffer(crew)] == ["user", "assistant", "tool_call"]
+    assert spooled(spool) == []
+    assert capture.close(WAIT)
+
+
+def test_a_file_that_says_l0_is_done_is_not_written_to_l0_again(gw: Gateway, tmp_path: Path) -> None:
+    crew = make_crew(gw)
+    spool = tmp_path / "spool"
+    # L0 done, as recorded; whatever L0 holds (here: nothing, e.g. a session deleted since) is not written again.
+    spool_file(crew, spool, l0_done=True)
+    assert replay(crew, spool).close(WAIT)
+    assert l0(crew) == []
+    assert len(skills_buffer(crew)) == 3
+
+
+def test_a_replay_after_an_unrecorded_l0_write_still_makes_the_skills_write_once(gw: Gateway, tmp_path: Path) -> None:
+    crew = make_crew(gw)
+    skills_enabled(crew, False)
+    spool_file(crew, tmp_path / "before", l0_done=False)
+    assert replay(crew, tmp_path / "before").close(WAIT)
+    skills_enabled(crew, True)
+    # Killed after the L0 write landed and before the file said so: the store answers with a replay.
+    spool = tmp_path / "spool"
+    spool_file(crew, spool, l0_done=False)
+    assert replay(crew, spool).close(WAIT)
+    assert len(l0(crew)) == 2
+    assert len(skills_buffer(crew)) == 3
+
+
+def test_a_turn_that_cannot_be_read_back_is_kept_in_rejected_and_not_retried(gw: Gateway, tmp_path: Path) -> None:
+    crew = make_crew(gw)
+    spool = tmp_path / "spool"
+    bad = spool_file(crew, spool, l0_done=False)
+    unreadable = {**json.loads(bad.read_text()), "version": 99}  # a format this code does not know
+    bad.write_text(json.dumps(unreadable))
+    retries: list[Exception] = []
+    capture = replay(crew, spool, on_retry=lambda exc, attempt: retries.append(exc))
+    capture.submit(identity(crew), WireProtocol.OPENAI_CHAT, TYPED, TurnOutput(text="Noted."))
+    assert capture.drain(WAIT)
+    [kept] = rejected(spool)
+    assert kept.name == bad.name
+    refused = json.loads(kept.read_text())
+    assert refused["rejected"]["reason"] == "ValueError: spool record version 99 is not 1"
+    assert {k: v for k, v in refused.items() if k != "rejected"} == unreadable  # kept as it was, with the reason
+    assert retries == []
+    assert [m["content"] for m in l0(crew)] == [TYPED, "Noted."]  # the turns behind it are not held up
+    assert capture.close(WAIT)
+    # The next start does not try it again.
+    assert replay(crew, spool).close(WAIT)
+    assert rejected(spool) == [kept] and spooled(spool) == []
+    assert len(l0(crew)) == 2
+
+
+def test_a_turn_with_nowhere_to_go_is_kept_in_rejected_with_the_reason(gw: Gateway, tmp_path: Path) -> None:
+    crew = make_crew(gw)
+    spool = tmp_path / "spool"
+    path = spool_file(crew, spool, l0_done=False)
+    record = json.loads(path.read_text())
+    record["identity"]["agent_id"] = None  # no agent: no memory scope to write the turn to
+    path.write_text(json.dumps(record))
+    retries: list[Exception] = []
+    assert replay(crew, spool, on_retry=lambda exc, attempt: retries.append(exc)).close(WAIT)
+    [kept] = rejected(spool)
+    refused = json.loads(kept.read_text())
+    assert refused["rejected"]["reason"] == "ValueError: identity: a captured turn needs a team_id and an agent_id"
+    assert {k: v for k, v in refused.items() if k != "rejected"} == record
+    assert retries == [] and l0(crew) == [] and spooled(spool) == []
+
+
+@pytest.mark.parametrize(
+    ("exc", "permanent"),
+    [
+        (FieldError("session_id", "must not be empty"), True),
+        (Forbidden("no access"), True),
+        (Conflict("taken"), True),
+        (StorageBusy(), False),
+        (TooManyRequests(), False),
+        (sqlite3.OperationalError("disk I/O error"), False),
+        (OSError("no space left on device"), False),
+        (KeyError("identity"), True),
+    ],
+)
+def test_only_a_refusal_or_a_fault_of_the_turn_itself_stops_the_retries(exc: Exception, permanent: bool) -> None:
+    assert is_permanent(exc) is permanent
+
+
+def test_a_written_turn_leaves_nothing_in_the_spool(crew: Crew, tmp_path: Path) -> None:
+    spool = tmp_path / "spool"
+    capture = capture_of(crew, spool_dir=spool)
+    capture.submit(identity(crew), WireProtocol.OPENAI_CHAT, TYPED, TurnOutput(text="Noted."))
+    assert capture.close(WAIT)
+    assert [m["content"] for m in l0(crew)] == [TYPED, "Noted."]
+    assert not spool.exists() or [p.name for p in spool.iterdir()] == []
