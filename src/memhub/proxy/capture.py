@@ -43,6 +43,7 @@ from pathlib import Path
 from queue import Full, Queue
 from typing import Any
 
+from memhub.background import lower_thread_priority
 from memhub.errors import Conflict, MemhubError
 from memhub.formats.sanitize import strip_code_blocks
 from memhub.knowledge.skill.mining.service import MiningService
@@ -399,6 +400,9 @@ class BackgroundCapture:
 
     # -- the writer thread -------------------------------------------------------------------------
     def _write_work(self) -> None:
+        # The store writes yield the CPU to request handling; the spool thread keeps its priority, since the turn
+        # is durable only once it has written the file.
+        lower_thread_priority()
         while True:
             item = self._ready.get()
             if item is None or self._abandon.is_set():
