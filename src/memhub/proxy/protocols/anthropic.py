@@ -5,26 +5,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from memhub.proxy.model import Block, ToolCall, TurnOutput, WireProtocol
 from memhub.proxy.ports import Injector
 from memhub.proxy.protocols.base import (
     Body,
     Family,
-    ProtocolAdapter,
+    MessagesAdapter,
     StreamTap,
     arguments_text,
+    messages_of,
     new_id,
     prefix_content,
-    text_of,
 )
 from memhub.proxy.protocols.sse import SseEvent, encode
-
-
-def _messages(body: Body) -> list[Any]:
-    messages = body.get("messages")
-    return messages if isinstance(messages, list) else []
 
 
 class MessagesTap(StreamTap):
@@ -32,7 +26,6 @@ class MessagesTap(StreamTap):
 
     def __init__(self) -> None:
         super().__init__()
-        self._calls: dict[int, ToolCall] = {}
 
     def on_event(self, event: SseEvent) -> None:
         data = json.loads(event.data)
@@ -47,7 +40,7 @@ class MessagesTap(StreamTap):
                 self.output.text += block["text"]
             elif block.get("type") == "tool_use":
                 initial = block.get("input")
-                self._calls[data.get("index", len(self._calls))] = ToolCall(
+                self.calls_by_index[data.get("index", len(self.calls_by_index))] = ToolCall(
                     id=str(block.get("id") or ""),
                     name=str(block.get("name") or ""),
                     arguments=arguments_text(initial) if initial else "",
@@ -56,7 +49,7 @@ class MessagesTap(StreamTap):
             delta = data.get("delta") or {}
             if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
                 self.output.text += delta["text"]
-            elif delta.get("type") == "input_json_delta" and (call := self._calls.get(data.get("index", -1))):
+            elif delta.get("type") == "input_json_delta" and (call := self.calls_by_index.get(data.get("index", -1))):
                 call.arguments += str(delta.get("partial_json") or "")
         elif kind == "message_delta":
             stop = (data.get("delta") or {}).get("stop_reason")
@@ -65,27 +58,11 @@ class MessagesTap(StreamTap):
         elif kind == "message_stop":
             self.output.complete = True
 
-    def settle(self) -> None:
-        self.output.tool_calls = [self._calls[i] for i in sorted(self._calls)]
 
-
-class AnthropicMessages(ProtocolAdapter):
+class AnthropicMessages(MessagesAdapter):
     protocol = WireProtocol.ANTHROPIC
     family = Family.ANTHROPIC
     upstream_path = "/v1/messages"
-
-    def last_user_text(self, body: Body) -> str | None:
-        messages = _messages(body)
-        last = messages[-1] if messages else None
-        if not isinstance(last, dict) or last.get("role") != "user":
-            return None
-        return text_of(last.get("content"), ("text",))
-
-    def first_user_text(self, body: Body) -> str:
-        for message in _messages(body):
-            if isinstance(message, dict) and message.get("role") == "user":
-                return text_of(message.get("content"), ("text",)) or ""
-        return ""
 
     def inject_system(self, body: Body, blocks: Sequence[Block], injector: Injector, agent_source: str) -> None:
         system = body.get("system")
@@ -108,7 +85,7 @@ class AnthropicMessages(ProtocolAdapter):
             system[i] = {**system[i], "text": text}  # cache_control and any other key stay
 
     def prefix_user(self, body: Body, prefix: str) -> None:
-        for message in reversed(_messages(body)):
+        for message in reversed(messages_of(body)):
             if isinstance(message, dict) and message.get("role") == "user":
                 message["content"] = prefix_content(message.get("content"), prefix, "text")
                 return

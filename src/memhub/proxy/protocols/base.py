@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
-from memhub.proxy.model import Block, TurnOutput, WireProtocol
+from memhub.proxy.model import Block, ToolCall, TurnOutput, WireProtocol
 from memhub.proxy.ports import Injector
 from memhub.proxy.protocols.sse import SseDecoder, SseEvent
 
@@ -37,6 +37,7 @@ class StreamTap(ABC):
     def __init__(self) -> None:
         self.decoder = SseDecoder()
         self.output = TurnOutput()
+        self.calls_by_index: dict[int, ToolCall] = {}  # tool calls streamed in pieces, by their index
 
     def feed(self, chunk: bytes) -> None:
         """Read the events `chunk` completes."""
@@ -54,8 +55,11 @@ class StreamTap(ABC):
     def on_event(self, event: SseEvent) -> None:
         """Fold one event into `output`."""
 
-    def settle(self) -> None:  # noqa: B027 - most protocols have nothing left to assemble
-        """Assemble what was accumulated (tool calls kept by index) into `output`."""
+    def settle(self) -> None:
+        """Assemble the tool calls streamed by index into `output` (a protocol that streams whole calls appends
+        them to `output` directly and keeps none by index)."""
+        if self.calls_by_index:
+            self.output.tool_calls = [self.calls_by_index[i] for i in sorted(self.calls_by_index)]
 
 
 class ProtocolAdapter(ABC):
@@ -126,6 +130,29 @@ class ProtocolAdapter(ABC):
     @abstractmethod
     def error(self, kind: str, message: str) -> Body:
         """The protocol's error body."""
+
+
+def messages_of(body: Body) -> list[Any]:
+    """The request's `messages` list ([] when absent or malformed)."""
+    messages = body.get("messages")
+    return messages if isinstance(messages, list) else []
+
+
+class MessagesAdapter(ProtocolAdapter):
+    """A protocol whose conversation is a `messages` list of `{role, content}` (OpenAI chat, Anthropic)."""
+
+    def last_user_text(self, body: Body) -> str | None:
+        messages = messages_of(body)
+        last = messages[-1] if messages else None
+        if not isinstance(last, dict) or last.get("role") != "user":
+            return None
+        return text_of(last.get("content"), ("text",))
+
+    def first_user_text(self, body: Body) -> str:
+        for message in messages_of(body):
+            if isinstance(message, dict) and message.get("role") == "user":
+                return text_of(message.get("content"), ("text",)) or ""
+        return ""
 
 
 def dumps(body: Body) -> bytes:

@@ -12,21 +12,16 @@ from memhub.proxy.ports import Injector
 from memhub.proxy.protocols.base import (
     Body,
     Family,
-    ProtocolAdapter,
+    MessagesAdapter,
     StreamTap,
     arguments_text,
+    messages_of,
     new_id,
     prefix_content,
-    text_of,
 )
 from memhub.proxy.protocols.sse import SseEvent, encode
 
 SYSTEM_ROLES = ("system", "developer")
-
-
-def _messages(body: Body) -> list[Any]:
-    messages = body.get("messages")
-    return messages if isinstance(messages, list) else []
 
 
 class ChatTap(StreamTap):
@@ -34,7 +29,6 @@ class ChatTap(StreamTap):
 
     def __init__(self) -> None:
         super().__init__()
-        self._calls: dict[int, ToolCall] = {}
 
     def on_event(self, event: SseEvent) -> None:
         if event.data.strip() == "[DONE]":
@@ -57,38 +51,22 @@ class ChatTap(StreamTap):
                 self.output.finish_reason = choice["finish_reason"]
 
     def _call_delta(self, delta: dict[str, Any]) -> None:
-        index = delta.get("index", len(self._calls))
-        call = self._calls.setdefault(index, ToolCall(id="", name="", arguments=""))
+        index = delta.get("index", len(self.calls_by_index))
+        call = self.calls_by_index.setdefault(index, ToolCall(id="", name="", arguments=""))
         function = delta.get("function") or {}
         call.id = delta.get("id") or call.id
         call.name = function.get("name") or call.name
         if isinstance(function.get("arguments"), str):
             call.arguments += function["arguments"]
 
-    def settle(self) -> None:
-        self.output.tool_calls = [self._calls[i] for i in sorted(self._calls)]
 
-
-class OpenAIChat(ProtocolAdapter):
+class OpenAIChat(MessagesAdapter):
     protocol = WireProtocol.OPENAI_CHAT
     family = Family.OPENAI
     upstream_path = "/chat/completions"
 
-    def last_user_text(self, body: Body) -> str | None:
-        messages = _messages(body)
-        last = messages[-1] if messages else None
-        if not isinstance(last, dict) or last.get("role") != "user":
-            return None
-        return text_of(last.get("content"), ("text",))
-
-    def first_user_text(self, body: Body) -> str:
-        for message in _messages(body):
-            if isinstance(message, dict) and message.get("role") == "user":
-                return text_of(message.get("content"), ("text",)) or ""
-        return ""
-
     def inject_system(self, body: Body, blocks: Sequence[Block], injector: Injector, agent_source: str) -> None:
-        messages = _messages(body)
+        messages = messages_of(body)
         system = next(
             (m for m in messages if isinstance(m, dict) and m.get("role") in SYSTEM_ROLES),
             None,
@@ -114,7 +92,7 @@ class OpenAIChat(ProtocolAdapter):
             content[i] = {**content[i], "text": text}
 
     def prefix_user(self, body: Body, prefix: str) -> None:
-        messages = _messages(body)
+        messages = messages_of(body)
         for message in reversed(messages):
             if isinstance(message, dict) and message.get("role") == "user":
                 message["content"] = prefix_content(message.get("content"), prefix, "text")
