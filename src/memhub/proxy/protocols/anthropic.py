@@ -14,9 +14,7 @@ from memhub.proxy.protocols.base import (
     MessagesAdapter,
     StreamTap,
     arguments_text,
-    messages_of,
     new_id,
-    prefix_content,
 )
 from memhub.proxy.protocols.sse import SseEvent, encode
 
@@ -83,12 +81,6 @@ class AnthropicMessages(MessagesAdapter):
         spliced = injector.splice([str(system[i].get("text", "")) for i in texts], blocks, agent_source)
         for i, text in zip(texts, spliced, strict=True):
             system[i] = {**system[i], "text": text}  # cache_control and any other key stay
-
-    def prefix_user(self, body: Body, prefix: str) -> None:
-        for message in reversed(messages_of(body)):
-            if isinstance(message, dict) and message.get("role") == "user":
-                message["content"] = prefix_content(message.get("content"), prefix, "text")
-                return
 
     def tap(self) -> StreamTap:
         return MessagesTap()

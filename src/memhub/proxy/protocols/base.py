@@ -154,6 +154,12 @@ class MessagesAdapter(ProtocolAdapter):
                 return text_of(message.get("content"), ("text",)) or ""
         return ""
 
+    def prefix_user(self, body: Body, prefix: str) -> None:
+        for message in reversed(messages_of(body)):
+            if isinstance(message, dict) and message.get("role") == "user":
+                message["content"] = prefix_content(message.get("content"), prefix, "text")
+                return
+
 
 def dumps(body: Body) -> bytes:
     """A body as the bytes sent upstream: compact and deterministic, so an unchanged prefix stays byte-identical

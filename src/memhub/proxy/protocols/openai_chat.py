@@ -17,7 +17,6 @@ from memhub.proxy.protocols.base import (
     arguments_text,
     messages_of,
     new_id,
-    prefix_content,
 )
 from memhub.proxy.protocols.sse import SseEvent, encode
 
@@ -90,13 +89,6 @@ class OpenAIChat(MessagesAdapter):
         spliced = injector.splice([str(content[i].get("text", "")) for i in texts], blocks, agent_source)
         for i, text in zip(texts, spliced, strict=True):
             content[i] = {**content[i], "text": text}
-
-    def prefix_user(self, body: Body, prefix: str) -> None:
-        messages = messages_of(body)
-        for message in reversed(messages):
-            if isinstance(message, dict) and message.get("role") == "user":
-                message["content"] = prefix_content(message.get("content"), prefix, "text")
-                return
 
     def tap(self) -> StreamTap:
         return ChatTap()
