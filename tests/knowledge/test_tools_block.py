@@ -552,3 +552,34 @@ def test_cache_key_prefers_agent_then_team() -> None:
     assert cache_key("", "team-3") == "knowledge-tools-injector:team:team-3"
     with pytest.raises(ValueError):
         cache_key(None, None)
+
+
+def test_a_session_token_recipe_sends_the_token_in_both_steps_and_says_how() -> None:
+    token = "mhs1.eyJhIjoiYiJ9.c2ln-_"
+    block = render_knowledge_tools([WIKI], capabilities=None, headers=SID, session_token=token,
+                                   origins=KnowledgeOrigins.of(URL))  # fmt: skip
+    lines = block.splitlines()
+    token_line = f"  -H 'x-memhub-session: {token}' \\"
+    assert lines.count(token_line) == 2
+    for at in (i for i, line in enumerate(lines) if line == token_line):
+        assert lines[at - 1] == "  -H 'content-type: application/json' \\"
+    assert "send it exactly as written" in block and "authorization" not in block
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"credential_env": "MEMHUB_USER_KEY"}, "never beside credential_env"),
+        ({}, "needs origins"),
+    ],
+)
+def test_a_session_token_needs_trusted_origins_and_no_key(kwargs: dict[str, str], message: str) -> None:
+    origins = {} if message == "needs origins" else {"origins": KnowledgeOrigins.of(URL)}
+    with pytest.raises(ValueError, match=message):
+        render_knowledge_tools([WIKI], capabilities=None, headers=SID, session_token="mhs1.a.b", **kwargs, **origins)  # type: ignore[arg-type]
+
+
+def test_a_session_token_that_could_break_the_recipe_is_refused() -> None:
+    with pytest.raises(ValueError, match="session_token"):
+        render_knowledge_tools([WIKI], capabilities=None, headers=SID, session_token="a' -d 'x",
+                               origins=KnowledgeOrigins.of(URL))  # fmt: skip

@@ -165,7 +165,7 @@ def create_app(
         ]
 
     if hub.session_tokens is not None:
-        MemoryBridge(plane, hub.session_tokens).mount(app)
+        MemoryBridge(plane, hub.session_tokens, tools=management).mount(app)
     if hub.proxy is not None:
         # Last: the proxy's `/{agent}/{space_id}/v1/...` patterns must not shadow a route of memhub's own.
         proxy.mount(app, hub.proxy)

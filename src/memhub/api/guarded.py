@@ -123,17 +123,28 @@ class GuardedPlane:
         self.auth.check_gateway(request)
         return Caller(request.headers.get("x-tdai-service-id", "").strip(), request_id=rid)
 
+    async def read_body(self, route: GuardedRoute, request: Request) -> Any:
+        """The request's JSON body, validated by the route's model (the route's error envelope otherwise)."""
+        raw = await read_json_object(request, route.max_body_bytes or self.max_body_bytes, self.body_read_timeout)
+        return _parse(route, raw)
+
+    async def answer(self, route: GuardedRoute, request: Request, caller: Caller, body: Any) -> Response:
+        """Run the handler for `caller` off the event loop and wrap its data.
+
+        Also the memory bridge's way in to the tools routes: it resolves the caller from a session token.
+        """
+        data = await run_in_threadpool(route.handler, GuardedCall(request, caller, self.meta, self.knowledge), body)
+        if isinstance(data, Reply):
+            return ok(request, data.data, status=data.status)
+        return ok(request, data)
+
     def endpoint(self, route: GuardedRoute, *, adopt_request_id: bool) -> Callable[[Request], Any]:
         async def run(request: Request) -> Response:
             if adopt_request_id:
                 _adopt_inbound_request_id(request)
             caller = await self._caller(route, request)
-            raw = await read_json_object(request, route.max_body_bytes or self.max_body_bytes, self.body_read_timeout)
-            body = _parse(route, raw)
-            data = await run_in_threadpool(route.handler, GuardedCall(request, caller, self.meta, self.knowledge), body)
-            if isinstance(data, Reply):
-                return ok(request, data.data, status=data.status)
-            return ok(request, data)
+            body = await self.read_body(route, request)
+            return await self.answer(route, request, caller, body)
 
         run.__name__ = route.path.replace("/", "_").replace("-", "_")
         return run

@@ -324,6 +324,13 @@ _CREDENTIAL_RULE = {
     "zh": "示例命令从环境变量 `${env}` 读取你的密钥完成认证；密钥只放在环境变量里，不要写进命令或消息。",
 }
 _ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}$")
+SESSION_TOKEN_HEADER = "x-memhub-session"
+_SESSION_TOKEN_RE = re.compile(r"^[A-Za-z0-9._-]{1,2048}$")
+_SESSION_RULE = {
+    "en": "The recipes carry this session's token in `x-memhub-session`; send it exactly as written, and only to the"
+    " url of the resources above.",
+    "zh": "示例命令在 `x-memhub-session` 中携带本会话的令牌；请原样发送，且只发往上面资源的 url。",
+}
 
 
 def render_knowledge_tools(
@@ -334,6 +341,7 @@ def render_knowledge_tools(
     language: Language = "en",
     credential_env: str | None = None,
     origins: KnowledgeOrigins | None = None,
+    session_token: str | None = None,
 ) -> str:
     """The `<knowledge_tools>…</knowledge_tools>\\n` block, or "" when no resource survives the capability filter
     (and the origin check).
@@ -346,7 +354,14 @@ def render_knowledge_tools(
     recipes then send `authorization: Bearer ${NAME}`, which the agent's shell expands, so a server that
     requires a key is reachable while the key itself never enters the prompt. The recipes are shared by every
     resource, so a key recipe needs `origins`: a resource whose URL is not on one of them is left out.
+
+    `session_token` (the memory proxy's, instead of `credential_env`) is sent as `x-memhub-session` by every
+    recipe; like a key recipe it needs `origins`.
     """
+    if session_token is not None and (credential_env is not None or not _SESSION_TOKEN_RE.match(session_token)):
+        raise ValueError("session_token: a token of [A-Za-z0-9._-], and never beside credential_env")
+    if session_token is not None and origins is None:
+        raise ValueError("session_token needs origins: the token may only be sent to trusted origins")
     if credential_env is not None and not _ENV_NAME_RE.match(credential_env):
         raise ValueError("credential_env must be an environment variable name ([A-Z_][A-Z0-9_]*)")
     if credential_env is not None and origins is None:
@@ -375,8 +390,12 @@ def render_knowledge_tools(
             out.extend(header_lines)
         elif line == _CONTENT_TYPE_LINE and credential_env:
             out.extend([line, f'  -H "authorization: Bearer ${{{credential_env}}}" \\'])
+        elif line == _CONTENT_TYPE_LINE and session_token:
+            out.extend([line, f"  -H {shell_quote(f'{SESSION_TOKEN_HEADER}: {session_token}')} \\"])
         elif line.startswith(_SERVICE_HEADER_RULE[language]) and credential_env:
             out.extend([line.replace("{sid}", service_id), _CREDENTIAL_RULE[language].format(env=credential_env)])
+        elif line.startswith(_SERVICE_HEADER_RULE[language]) and session_token:
+            out.extend([line.replace("{sid}", service_id), _SESSION_RULE[language]])
         else:
             out.append(line.replace("{sid}", service_id))
     out.append("</knowledge_tools>\n")
@@ -385,6 +404,7 @@ def render_knowledge_tools(
 
 __all__ = [
     "SERVICE_ID_HEADER",
+    "SESSION_TOKEN_HEADER",
     "TELEMETRY_HEADERS",
     "KnowledgeResource",
     "Language",

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from memhub.knowledge.tools_block import SESSION_TOKEN_HEADER
 from memhub.meta.caller import Caller
 from memhub.meta.users import Users
 from memhub.proxy.model import ProxyIdentity
@@ -29,7 +30,7 @@ from memhub.proxy.ports import ProxyDenied
 
 # Where the memory tools send the token, and the route prefix they call (`{proxy_url}{BRIDGE_PATH}/<op>`); the
 # bridge's routes (memhub.api.routes.memory_bridge) and the `<tdai_memory_tools>` recipes both read these.
-SESSION_HEADER = "x-memhub-session"
+SESSION_HEADER = SESSION_TOKEN_HEADER
 BRIDGE_PATH = "/memory-bridge/v3"
 TOKEN_PREFIX = "mhs1."
 # The signing key is derived from the server secret under this label, so the secret itself never signs anything

@@ -20,6 +20,7 @@ from memhub.meta.assets import chat_memory_asset_id
 from memhub.proxy.injection import BlockInjector, InjectorConfig, build_injector, hub_sources
 from memhub.proxy.injection.budget import placement_order
 from memhub.proxy.model import Block, ProxyIdentity, RequestKind
+from memhub.proxy.session_token import BRIDGE_PATH
 from tests.conftest import Gateway, build_gateway
 from tests.meta.org import Member, Org
 from tests.skills.helpers import skill_md
@@ -144,7 +145,15 @@ def test_blocks_carry_the_real_data_at_their_slots(w: World) -> None:
     assert "Ops runbooks live in /ops." in profile
     skill_id = w.org.ok(w.bob, "/v3/skill/listing", {"team_id": w.team, "agent_id": w.agent})["hits"][0]["skill_id"]
     assert f"- deploy-app [{skill_id}]: Deploy the app" in texts["skill-injector"]
-    assert '<knowledge type="wiki" id="kb-team"' in texts["knowledge-tools-injector"]
+    knowledge = texts["knowledge-tools-injector"]
+    assert '<knowledge type="wiki" id="kb-team"' in knowledge
+    # Every recipe goes through this proxy's bridge with the session's token: the agent needs no key of its own.
+    token_line = f"  -H 'x-memhub-session: tok-{w.bob.user_id}-s-1' \\"
+    assert f'url="{PROXY_URL}/memory-bridge/v3"' in knowledge and knowledge.count(token_line) == 2
+    assert (
+        token_line in texts["skill-injector"] and f"{PROXY_URL}/memory-bridge/v3/tools/call" in texts["skill-injector"]
+    )
+    assert "MEMHUB_USER_KEY" not in knowledge + texts["skill-injector"] and "authorization" not in knowledge
     assert "x-memhub-session: tok-" in texts["tdai-memory-tools-injector"]
     assert texts["session-context"] == "\n".join(
         [
@@ -278,7 +287,7 @@ def test_concurrent_first_turns_compute_once(w: World) -> None:
 
 def test_a_failing_source_leaves_its_block_out_and_is_asked_again_next_turn(w: World) -> None:
     seed(w)
-    sources = hub_sources(w.hub)
+    sources = hub_sources(w.hub, PROXY_URL + BRIDGE_PATH)
     failures = [RuntimeError("database is locked")]
 
     def flaky(identity: ProxyIdentity) -> Any:

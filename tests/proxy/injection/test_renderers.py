@@ -117,24 +117,22 @@ def test_profile_block_fences_user_text() -> None:
 
 def test_skills_block_layout() -> None:
     listing = "<available_skills>\n- deploy [skl-1]: Deploy the app\n</available_skills>"
-    recipe = SkillRecipe("http://gw/v3", "svc-a", "MEMHUB_USER_KEY")
+    recipe = SkillRecipe("http://gw/memory-bridge/v3", "svc-a", "mhs1.tok.sig")
     text = render_skills(listing, recipe)
     assert text.startswith("## Skills (mandatory)\nBefore replying, scan the skills below.")
     assert text.endswith(
         f"{listing}\n\nOnly proceed without loading a skill if genuinely none are relevant to the task."
     )
     start = text.index("curl -sS")
-    assert text[start:].split("\n")[:6] == [
-        "curl -sS -X POST http://gw/v3/tools/call \\",
+    assert text[start:].split("\n")[:5] == [
+        "curl -sS -X POST http://gw/memory-bridge/v3/tools/call \\",
         "  -H 'content-type: application/json' \\",
         "  -H 'x-tdai-service-id: svc-a' \\",
-        '  -H "authorization: Bearer ${MEMHUB_USER_KEY}" \\',
+        "  -H 'x-memhub-session: mhs1.tok.sig' \\",
         '  -d \'{"knowledge_id":"<skill id>", "tool_name":"skill_view", "params":{}}\'',
-        "The recipe reads your key from the environment variable `$MEMHUB_USER_KEY`; keep it there and never paste"
-        " a key into a command or a message.",
     ]
     open_tools = render_skills(listing, SkillRecipe("http://gw/v3", "svc-a", None), "zh")
-    assert "authorization" not in open_tools and "以下是你（当前 agent）自带的云端 skill 列表" in open_tools
+    assert "x-memhub-session" not in open_tools and "以下是你（当前 agent）自带的云端 skill 列表" in open_tools
     assert render_skills("", recipe) == ""
 
 

@@ -16,6 +16,7 @@ from memhub.proxy.model import ProxyIdentity
 from memhub.proxy.session_token import KEY_INACTIVE, SessionTokens
 from tests.meta.org import Member, table_snapshot
 from tests.proxy.session.conftest import Crew
+from tests.skills.helpers import skill_md
 
 SESSION = "sess-1"
 # One body per read operation; the bridge and /v3 get the same one.
@@ -190,3 +191,29 @@ def test_the_resolved_identity_of_a_turn_mints_a_token_the_bridge_takes(crew: Cr
     found = bridged(crew, "atomic/search", {"query": "paris"}, token)["items"]
     assert [m["content"] for m in found] == ["alice loves paris"]
     assert len(bridged(crew, "conversation/query", {}, token)["messages"]) == 2
+
+
+def test_the_knowledge_tools_answer_the_tokens_user_as_v3_answers_their_key(crew: Crew, tokens: SessionTokens) -> None:
+    # The `<knowledge_tools>` and skill recipes the proxy injects call these with the token alone.
+    created = crew.org.call(crew.alice, "/v3/wiki/create", {"team_id": crew.team_a, "name": "runbooks"})
+    assert created.status_code == 201, created.text
+    wiki = created.json()["data"]["wiki_id"]
+    skill = crew.org.ok(
+        crew.alice,
+        "/v3/skill/create",
+        {"team_id": crew.team_a, "agent_id": crew.at, "name": "deploy", "content": skill_md("deploy", "Deploy it")},
+    )["skill_id"]
+    alice = token_for(crew, tokens, crew.alice, crew.team_a, crew.at)
+    for op, body in (
+        ("tools/list", {"knowledge_id": wiki}),
+        ("tools/call", {"knowledge_id": wiki, "tool_name": "search", "params": {"query": "deploy"}}),
+        ("tools/call", {"knowledge_id": skill, "tool_name": "skill_view", "params": {}}),
+    ):
+        assert bridged(crew, op, body, alice) == crew.org.ok(crew.alice, f"/v3/{op}", body), (op, body)
+    # dave belongs to no team: the wiki is as closed to his token as to his key.
+    dave = token_for(crew, tokens, crew.dave, None, None)
+    refused = bridge(crew, "tools/list", {"knowledge_id": wiki}, dave)
+    direct = crew.org.call(crew.dave, "/v3/tools/list", {"knowledge_id": wiki})
+    assert refused.status_code == direct.status_code != 200
+    assert refused.json()["code"] == direct.json()["code"]
+    assert bridge(crew, "tools/list", {"knowledge_id": wiki}, None).status_code == 401

@@ -7,6 +7,10 @@ isolation the token names: team, user, agent and task from the token override an
 cannot read another scope; the key's authorization (memhub.meta.access) still applies, exactly as it would to the
 key on `/v3`. Only reads are served (the original's allow-list plus `recall`); any other operation is a 404.
 
+`tools/list` and `tools/call` run the `/v3/tools/*` handlers as the token's user, so the `<knowledge_tools>` and
+skill recipes the proxy injects reach this gateway's wikis, code graphs and skills with the same token: an agent
+needs no key of its own in its shell. Every tool is a read.
+
 Session: searches span the scope's sessions unless the body names a `session_id`; `conversation/query` pages
 through the token's session unless the body names another of the same scope.
 """
@@ -23,7 +27,8 @@ from starlette.responses import Response
 
 from memhub.api.dataplane import DataPlane, DataRoute
 from memhub.api.envelope import request_id_of
-from memhub.api.routes import atomic, conversation, profile, recall
+from memhub.api.guarded import GuardedPlane, GuardedRoute
+from memhub.api.routes import atomic, conversation, profile, recall, tools
 from memhub.api.schemas import Body
 from memhub.errors import Forbidden, Unauthorized
 from memhub.proxy.ports import ProxyDenied
@@ -43,6 +48,11 @@ READ_ONLY = (
 SESSION_DEFAULT = frozenset({"conversation/query"})
 MISSING_TOKEN = f"unauthorized: missing {SESSION_HEADER} header"
 NO_SCOPE = "team_id: the session has no memory scope (no team and agent were decided for it)"
+
+
+def tools_routes() -> dict[str, GuardedRoute]:
+    """The knowledge tools routes the bridge serves, by operation path."""
+    return {f"tools/{route.path}": route for route in tools.ROUTES}
 
 
 def read_only_routes(routes: Sequence[DataRoute] | None = None) -> dict[str, DataRoute]:
@@ -76,6 +86,8 @@ class MemoryBridge:
     plane: DataPlane
     tokens: SessionTokens
     routes: Mapping[str, DataRoute] = field(default_factory=read_only_routes)
+    tools: GuardedPlane | None = None  # the plane serving /v3/tools/*; None: no knowledge in this process
+    tool_routes: Mapping[str, GuardedRoute] = field(default_factory=tools_routes)
 
     async def _session(self, request: Request) -> VerifiedSession:
         token = request.headers.get(SESSION_HEADER, "").strip()
@@ -100,16 +112,26 @@ class MemoryBridge:
         run.__name__ = "memory_bridge_" + op.replace("/", "_")
         return run
 
+    def tools_endpoint(self, plane: GuardedPlane, op: str) -> Callable[[Request], Awaitable[Response]]:
+        route = self.tool_routes[op]
+
+        async def run(request: Request) -> Response:
+            session = await self._session(request)
+            body = await plane.read_body(route, request)
+            return await plane.answer(route, request, replace(session.caller, request_id=request_id_of(request)), body)
+
+        run.__name__ = "memory_bridge_" + op.replace("/", "_")
+        return run
+
     def mount(self, app: FastAPI) -> None:
         """Register `POST /memory-bridge/v3/<op>` for each read-only operation; others answer the app's 404.
 
         Left out of the OpenAPI document: the bridge is for the model behind the proxy, not for API clients.
         """
-        for op in self.routes:
+        endpoints = {op: self.endpoint(op) for op in self.routes}
+        if self.tools is not None:
+            endpoints |= {op: self.tools_endpoint(self.tools, op) for op in self.tool_routes}
+        for op, endpoint in endpoints.items():
             app.add_api_route(
-                f"{BRIDGE_PATH}/{op}",
-                self.endpoint(op),
-                methods=["POST"],
-                include_in_schema=False,
-                name=f"memory-bridge:{op}",
+                f"{BRIDGE_PATH}/{op}", endpoint, methods=["POST"], include_in_schema=False, name=f"memory-bridge:{op}"
             )

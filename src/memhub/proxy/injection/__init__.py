@@ -16,7 +16,6 @@ from memhub.meta.services import MetaServices
 from memhub.proxy.injection.blocks import RECALL_TAG, SkillRecipe
 from memhub.proxy.injection.budget import TRUNCATION_MARKER
 from memhub.proxy.injection.injector import BlockInjector, InjectionSources, InjectorConfig
-from memhub.proxy.injection.memory_blocks import SESSION_HEADER
 from memhub.proxy.injection.sources import (
     KnowledgeSource,
     MetaCapabilities,
@@ -26,6 +25,7 @@ from memhub.proxy.injection.sources import (
     SkillListingSource,
 )
 from memhub.proxy.model import ProxyIdentity
+from memhub.proxy.session_token import BRIDGE_PATH, SESSION_HEADER
 
 
 class HubParts(Protocol):
@@ -44,13 +44,13 @@ class HubParts(Protocol):
     def skill_finder(self) -> SkillFinder: ...
 
 
-def hub_sources(hub: HubParts) -> InjectionSources:
-    """The block readers over the hub's services."""
+def hub_sources(hub: HubParts, bridge_url: str) -> InjectionSources:
+    """The block readers over the hub's services; the knowledge recipes call `bridge_url`."""
     return InjectionSources(
         capabilities=MetaCapabilities(hub.meta.config),
         profile_memory=ProfileMemorySource(hub.meta.store, hub.memory.core, hub.memory.scenario),
         skills=SkillListingSource(hub.skill_finder, hub.meta.store),
-        knowledge=KnowledgeSource(hub.knowledge.offer),
+        knowledge=KnowledgeSource(hub.knowledge.offer, bridge_url),
         session_context=SessionContextSource(hub.meta.agents, hub.meta.tasks),
         recall=RecallSource(hub.memory.atomic),
     )
@@ -65,14 +65,13 @@ def build_injector(
 ) -> BlockInjector:
     """The proxy's injector over the hub; `session_token` mints the memory tools' `x-memhub-session` value
     (memhub.proxy.session_token.SessionTokens.mint)."""
-    offer = hub.knowledge.offer
-    tools_url = offer.public_url or config.proxy_url.rstrip("/") + "/v3"
+    bridge_url = config.proxy_url.rstrip("/") + BRIDGE_PATH
 
     def skill_recipe(identity: ProxyIdentity) -> SkillRecipe:
-        return SkillRecipe(tools_url, identity.service_id, offer.credential_env)
+        return SkillRecipe(bridge_url, identity.service_id, session_token(identity))
 
     extra = {"clock": clock} if clock is not None else {}
-    return BlockInjector(hub_sources(hub), config, session_token, skill_recipe, **extra)
+    return BlockInjector(hub_sources(hub, bridge_url), config, session_token, skill_recipe, **extra)
 
 
 __all__ = [

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memhub.formats.fence import escape_tags, neutralise
-from memhub.knowledge.tools_block import shell_quote
+from memhub.knowledge.tools_block import SESSION_TOKEN_HEADER, shell_quote
 from memhub.proxy.injection.memory_blocks import Language
 
 # -- skills ---------------------------------------------------------------------------------------------------
@@ -48,21 +48,16 @@ _SKILLS_NOTE = {
         "（skill 的 id 在名称后的方括号里）。**",
     ),
 }
-_CREDENTIAL_NOTE = {
-    "en": "The recipe reads your key from the environment variable `${env}`; keep it there and never paste a key"
-    " into a command or a message.",
-    "zh": "示例命令从环境变量 `${env}` 读取你的密钥完成认证；密钥只放在环境变量里，不要写进命令或消息。",
-}
 
 
 @dataclass(frozen=True, slots=True)
 class SkillRecipe:
-    """Where the skill tools are reached: the tools URL (ending in /v3), the tenant, and the environment variable
-    holding the agent's user key (None when the tools need no key)."""
+    """Where the skill tools are reached: the tools URL (this proxy's bridge, ending in /v3), the tenant, and the
+    session's token (`x-memhub-session`, which the bridge turns back into the user), if the tools need one."""
 
     tools_url: str
     service_id: str
-    credential_env: str | None
+    session_token: str | None
 
 
 def render_skills(listing: str, recipe: SkillRecipe, language: Language = "en") -> str:
@@ -80,11 +75,9 @@ def render_skills(listing: str, recipe: SkillRecipe, language: Language = "en") 
         "  -H 'content-type: application/json' \\",
         f"  -H {shell_quote(f'x-tdai-service-id: {recipe.service_id}')} \\",
     ]
-    if recipe.credential_env:
-        lines.append(f'  -H "authorization: Bearer ${{{recipe.credential_env}}}" \\')
+    if recipe.session_token:
+        lines.append(f"  -H {shell_quote(f'{SESSION_TOKEN_HEADER}: {recipe.session_token}')} \\")
     lines.append('  -d \'{"knowledge_id":"<skill id>", "tool_name":"skill_view", "params":{}}\'')
-    if recipe.credential_env:
-        lines.append(_CREDENTIAL_NOTE[language].format(env=recipe.credential_env))
     lines += ["", listing, _SKILLS_FOOTER]
     return "\n".join(lines)
 

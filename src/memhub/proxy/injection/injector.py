@@ -103,7 +103,7 @@ class SkillReader(Protocol):
 
 
 class KnowledgeReader(Protocol):
-    def __call__(self, identity: ProxyIdentity, capabilities: Capabilities, language: Language) -> str: ...
+    def __call__(self, identity: ProxyIdentity, capabilities: Capabilities, language: Language, token: str) -> str: ...
 
 
 class SessionReader(Protocol):
@@ -271,7 +271,8 @@ class BlockInjector:
         return SKILLS.block(render_skills(listing, self.skill_recipe(identity), self.config.language))
 
     def _knowledge(self, identity: ProxyIdentity, caps: Capabilities) -> Block | None:
-        return KNOWLEDGE.block(self.sources.knowledge(identity, caps, self.config.language))
+        token = self.session_token(identity)
+        return KNOWLEDGE.block(self.sources.knowledge(identity, caps, self.config.language, token))
 
     def _memory_tools(self, identity: ProxyIdentity, caps: Capabilities) -> Block | None:
         if not caps.chat_memory:

@@ -22,9 +22,9 @@ from typing import Literal
 from memhub.formats.fence import escape_tags, neutralise
 from memhub.formats.scene_navigation import remove_generated
 from memhub.knowledge.tools_block import shell_quote, xml_attr_escape
+from memhub.proxy.session_token import SESSION_HEADER
 
 Language = Literal["en", "zh"]
-SESSION_HEADER = "x-memhub-session"
 L3_MAX_CHARS = 6000
 L2_SUMMARY_MAX_CHARS = 200
 MAX_IMPORTED_AGENTS = 2

@@ -37,6 +37,7 @@ from memhub.meta.assets import CHAT_MEMORY, CHAT_MEMORY_PREFIX, chat_memory_asse
 from memhub.meta.caller import Caller
 from memhub.meta.config import ConfigParams
 from memhub.meta.errors import MetaError
+from memhub.meta.origins import KnowledgeOrigins, origin_of
 from memhub.meta.permissions import UNUSABLE_STATUSES
 from memhub.meta.tasks import Tasks
 from memhub.model import AtomicFilter
@@ -202,24 +203,29 @@ class SkillListingSource:
 class KnowledgeSource:
     """`<knowledge_tools>` for the agent's resources (or the team's), filtered by the capability flags.
 
-    The recipes carry only the tenant header: the user, team, agent and conversation ids the original added for
-    telemetry stay out of the prompt (the tools answer from the caller's key alone).
+    The recipes go through the memory bridge (`bridge_url`, which serves `tools/list` and `tools/call` as the
+    session token's user) and carry that token and the tenant header: the agent needs no key of its own, and the
+    user, team, agent and conversation ids the original added for telemetry stay out of the prompt. Only this
+    gateway's own resources are offered: a resource another server serves cannot take this server's token.
     """
 
     offer: KnowledgeOffer
+    bridge_url: str
 
-    def __call__(self, identity: ProxyIdentity, capabilities: Capabilities, language: Language) -> str:
+    def __call__(self, identity: ProxyIdentity, capabilities: Capabilities, language: Language, token: str) -> str:
         try:
             resources = self.offer.resources(caller_of(identity), identity.team_id or "", identity.agent_id)
         except Forbidden:
             return ""
+        own = self.offer.origins.own
+        served_here = [replace(r, url=self.bridge_url) for r in resources if own and origin_of(r.url) == own]
         return render_knowledge_tools(
-            resources,
+            served_here,
             capabilities=capabilities.view(),
             headers={"x-tdai-service-id": identity.service_id},
             language=language,
-            credential_env=self.offer.credential_env,
-            origins=self.offer.origins,
+            session_token=token,
+            origins=KnowledgeOrigins.of(self.bridge_url),
         )
 
 
