@@ -2,7 +2,7 @@
 
 Layout under the spool root (`<data_dir>/proxy-capture/`):
 
-    run-<pid>-<hex>/          one per running capture; its `.lock` is flock'ed for as long as the run lives
+    run-<pid>-<hex>/          one per running capture; its `.lock` is locked for as long as the run lives
         <submitted ms>-<turn key>.json
     rejected/                 turns the store refused for good, with the reason, kept for an operator
     <name>.json               a file put back by hand (e.g. out of rejected/): replayed at the next start
@@ -16,14 +16,29 @@ included): it moves their files into its own directory and replays them in submi
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
 import secrets
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+
+    def _lock_nonblocking(fd: int) -> None:
+        """An exclusive lock on the file's first byte; OSError when another open file holds it."""
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+
+else:
+    import fcntl
+
+    def _lock_nonblocking(fd: int) -> None:
+        """An exclusive flock on the file; BlockingIOError when another open file holds it."""
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
 
 log = logging.getLogger("memhub.proxy.capture")
 
@@ -37,7 +52,10 @@ TMP_SUFFIX = ".tmp"
 
 
 def _fsync_dir(path: Path) -> None:
-    """Make a directory's entries (a rename, an unlink) durable."""
+    """Make a directory's entries (a rename, an unlink) durable. Windows cannot open a directory as a file; its
+    file system journals the rename itself."""
+    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+        return
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -63,15 +81,15 @@ def _write_durably(path: Path, record: dict[str, Any]) -> None:
 
 
 def _try_lock(path: Path, *, create: bool) -> int | None:
-    """An fd holding an exclusive flock on `path`; None when another open file holds it (or, without `create`,
+    """An fd holding an exclusive lock on `path`; None when another open file holds it (or, without `create`,
     when there is no such file)."""
     try:
         fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o600)
     except FileNotFoundError:
         return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+        _lock_nonblocking(fd)
+    except OSError:  # held by another open file (BlockingIOError on POSIX, PermissionError on Windows)
         os.close(fd)
         return None
     return fd
