@@ -58,8 +58,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         launcher.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def api(gateway: Server) -> Iterator[Api]:
+    # A client per test: a keep-alive connection idle past uvicorn's 5 s may be closed just as a request is sent.
     with gateway.api() as a:
         yield a
 
