@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from memhub.memory.embedding import QUERY_COOL_DOWN_S
+from memhub.memory import embedding
 from memhub.model import EmbeddingModel
 from memhub.retrieval.embed import EmbeddingError
 from memhub.store.factory import open_store
@@ -38,6 +38,7 @@ MESSAGES = [
 # that stops answering make it answer never, so no assertion depends on how fast this machine is.
 QUERY_TIMEOUT_MS = 5_000
 WAIT_S = 60.0  # the most a test waits for the background worker to reach a state
+COOL_DOWN_S = 0.5
 
 
 @pytest.fixture
@@ -105,8 +106,10 @@ def backing_off(gw: Gateway) -> dict[str, Any] | None:
 
 # -- down, then back -----------------------------------------------------------------------------------
 def test_provider_down_degrades_to_bm25_and_the_backlog_drains_once_it_is_back(
-    openai_gateway: Callable[..., Gateway], fake: FakeOpenAI
+    openai_gateway: Callable[..., Gateway], fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The cool-down's length is not what this test checks: a short one spares it ten seconds of waiting.
+    monkeypatch.setattr(embedding, "QUERY_COOL_DOWN_S", COOL_DOWN_S)
     fake.mode = "down"
     gw = openai_gateway()
     write_all(gw)
@@ -129,7 +132,7 @@ def test_provider_down_degrades_to_bm25_and_the_backlog_drains_once_it_is_back(
     assert vector_rows(gw) == 4
     assert gw.health()["embedding"]["last_error"] is None
     # Searches skip the provider for a cool-down after a failure; then they use vectors again.
-    wait_for(lambda: search(gw, "budget review")[1] == "hybrid", "hybrid search", QUERY_COOL_DOWN_S + WAIT_S, 0.25)
+    wait_for(lambda: search(gw, "budget review")[1] == "hybrid", "hybrid search", COOL_DOWN_S + WAIT_S, 0.05)
     found, strategy = search(gw, "budget review")
     assert strategy == "hybrid" and found[0] == "The quarterly budget review moved to Thursday."
     assert search(gw, "aisle seats", "/v3/atomic/search") == (["Prefers aisle seats on long flights."], "hybrid")

@@ -8,6 +8,7 @@ any unknown path. Faults come from the real reverse proxy of fault_proxy.py; not
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -23,10 +24,13 @@ from tests.sdk.fault_proxy import FaultProxy, fault_proxy
 pytestmark = pytest.mark.timeout(300)
 
 # Deadlines a healthy call meets on a busy 2-core machine; a late call is held by the proxy until the test
-# ends (HELD), so which path misses the deadline never depends on this machine's speed.
+# ends (HELD), so which path misses the deadline never depends on this machine's speed. Where every path of a
+# recall is held, nothing can arrive in time whatever the deadline: those recalls run with the production default
+# (LATE), so the test does not sit out a deadline meant for healthy calls.
 DEADLINE = 5.0
 HELD = 600.0
 CONFIG = AgentConfig(recall_deadline=DEADLINE, breaker_threshold=3, tool_timeout=30.0)
+LATE = replace(CONFIG, recall_deadline=AgentConfig().recall_deadline)
 THREE_CALLS = {"/v3/atomic/search", "/v3/core/read", "/v3/scenario/ls"}
 SUPPORT_GROUP = "Caroline: I went to a LGBTQ support group yesterday and it was so powerful."
 
@@ -215,6 +219,7 @@ def test_a_late_recall_degrades_its_paths_and_keeps_the_stable_tail(hub: Hub, pr
         warm = agent.recall("support group")
         assert warm.degraded == () and "support group" in warm.prepend
         proxy.mode, proxy.delay, proxy.only_paths = "slow", HELD, ("/v3/recall",)
+        agent.config = LATE  # the one call carries every path, held
         r = agent.recall("support group")
         assert r.degraded == ("memories", "persona", "scenes")
         assert r.prepend == "" and r.append_system == warm.append_system
@@ -222,7 +227,7 @@ def test_a_late_recall_degrades_its_paths_and_keeps_the_stable_tail(hub: Hub, pr
         for _ in range(2):  # a late gateway is busy, not down: three misses reach the threshold, it stays closed
             agent.recall("support group")
         assert agent.stats["breaker"]["state"] == "closed"
-        proxy.mode = "pass"
+        proxy.mode, agent.config = "pass", CONFIG
         healed = agent.recall("support group")
     assert healed.degraded == () and healed.prepend == warm.prepend
     # a late answer is not a missing route: the kit never fell back to the three calls

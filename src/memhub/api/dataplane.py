@@ -29,6 +29,9 @@ from memhub.pipeline.service import PipelineService
 from memhub.scope import Isolation
 
 NO_DATA = object()  # a handler returns this when the envelope carries no `data` (e.g. scenario/rm)
+# FastAPI reads each endpoint's signature with its annotations evaluated. Ours are strings (postponed
+# evaluation), which it would evaluate again for every route of every app built: endpoints carry these objects.
+ENDPOINT_ANNOTATIONS: dict[str, Any] = {"request": Request, "return": Response}
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,7 @@ class DataPlane:
             return await self.answer(route, request, caller, isolation, body)
 
         run.__name__ = route.path.replace("/", "_").replace("-", "_")
+        run.__annotations__ = dict(ENDPOINT_ANNOTATIONS)
         return run
 
     async def read_body(self, route: DataRoute, request: Request) -> Body:

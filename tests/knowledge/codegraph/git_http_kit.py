@@ -119,7 +119,8 @@ class GitHttpServer:
 @contextmanager
 def _running(answer: Answer) -> Iterator[GitHttpServer]:
     server = _Server(answer)
-    thread = threading.Thread(target=server.serve_forever, name="git-http-test", daemon=True)
+    # serve_forever looks for shutdown() every poll interval (0.5 s by default): every test would wait for it.
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="git-http-test", daemon=True)
     thread.start()
     try:
         yield GitHttpServer(server)

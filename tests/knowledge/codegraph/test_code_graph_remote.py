@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +21,26 @@ from pydantic import ValidationError
 
 from memhub.knowledge.codegraph.remote import PUBLIC_RULE
 from memhub.settings import Settings
+from tests.conftest import build_gateway
 from tests.knowledge.codegraph import git_http_kit
 from tests.knowledge.codegraph.code_graph_http_kit import PYPROJ_FILES, TEAM, CodeGraphHttp, GitRepo
 
 FETCH_FAILED = "git clone failed: the repository could not be fetched"
 PUBLIC = f"repo_url: {PUBLIC_RULE}"
 SSH_OFF = "URLs are off on this server: they would use the server's SSH identity or reach any port …"
+
+
+@pytest.fixture(scope="module")
+def refusing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CodeGraphHttp]:
+    """One default gateway for every refused URL: a refusal writes nothing, so each case still starts from nothing
+    (and a case that wrote would fail its own checks)."""
+    base = tmp_path_factory.mktemp("refusing")
+    (base / "sources").mkdir()
+    cg = CodeGraphHttp(build_gateway(base / "data", code_source_roots=[base / "sources"]))
+    yield cg
+    cg.wait()
+    cg.gw.client.app.state.knowledge.close()  # type: ignore[attr-defined]
+    cg.gw.close()
 
 
 @pytest.mark.parametrize(
@@ -67,11 +81,13 @@ SSH_OFF = "URLs are off on this server: they would use the server's SSH identity
         ("http://localhost./shop.git", "repo_url: must name a host …"),
     ],
 )
-def test_refused_repo_urls_are_400_naming_the_rule_and_write_nothing(cg: CodeGraphHttp, url: str, message: str) -> None:
-    envelope = cg.fails("code-graph/create", {"team_id": TEAM, "repo_url": url}, 400, message)
+def test_refused_repo_urls_are_400_naming_the_rule_and_write_nothing(
+    refusing: CodeGraphHttp, url: str, message: str
+) -> None:
+    envelope = refusing.fails("code-graph/create", {"team_id": TEAM, "repo_url": url}, 400, message)
     assert envelope["data"]["errors"][0]["field"] == "repo_url"
-    assert cg.ok("code-graph/list", {"team_id": TEAM})["total"] == 0
-    assert not (cg.gw.data_dir / "knowledge").exists()
+    assert refusing.ok("code-graph/list", {"team_id": TEAM})["total"] == 0
+    assert not (refusing.gw.data_dir / "knowledge").exists()
 
 
 def test_a_loopback_host_on_the_allow_list_clones_and_syncs_over_http(

@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from memhub.api.dataplane import Call, DataPlane, DataRoute
+from memhub.api.dataplane import ENDPOINT_ANNOTATIONS, Call, DataPlane, DataRoute
 from memhub.api.envelope import ok, request_id_of
 from memhub.api.isolation import resolve_isolation
 from memhub.api.openapi import query_operation
@@ -201,6 +201,7 @@ def _get_endpoint(plane: DataPlane, route: DataRoute) -> Callable[[Request], Any
         return ok(request, await run_in_threadpool(plane._serve, route, caller, call, body))
 
     run.__name__ = "get_" + route.path.replace("/", "_").replace("-", "_")
+    run.__annotations__ = dict(ENDPOINT_ANNOTATIONS)
     return run
 
 
