@@ -1,8 +1,8 @@
 """What the memory proxy adds to an agent's LLM call: time to first byte and to the end, p50 / p95, streamed and
 not, OpenAI chat and Anthropic messages, over calling the same upstream directly.
 
-A real `memhub serve` (the default settings: capture, pipeline and embedder on) forwards to a fake provider (a
-local HTTP server speaking both protocols, in this process). Each proxied turn carries a Claude-Code-like system
+A real `memhub serve` forwards to a fake provider (a local HTTP server speaking both protocols, in a process of its
+own, as a provider is elsewhere). Each proxied turn carries a Claude-Code-like system
 prompt (`# Heading` sections, ~9 KB) and a short conversation, and gets the real blocks: the persona, the scene
 index, the memory tools, a skills listing and the session context. The session's blocks are computed on its first
 turn (measured apart, as "cold") and reused after, so the measured turns are the warm path every later turn takes.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,8 +28,6 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the fake provider lives with the tests
-
-from tests.proxy.fake_upstream import FakeUpstream
 
 from common import SERVICE, Latency, client, ok_data, percentile, running_server, write_result
 
@@ -172,8 +171,15 @@ def main() -> None:
     parser.add_argument("--setup", choices=sorted(SETUPS), action="append", help="only these setups (default: both)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "proxy.json")
     args = parser.parse_args()
-    fake = FakeUpstream()
-    fake.start()
+    fake = subprocess.Popen(
+        [sys.executable, "-m", "tests.proxy.fake_upstream"],
+        cwd=Path(__file__).resolve().parents[1],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert fake.stdout is not None and fake.stdin is not None
+    fake_root = fake.stdout.readline().strip()
     results: list[dict[str, Any]] = []
     try:
         for setup, (extra, pacing) in SETUPS.items():
@@ -182,9 +188,9 @@ def main() -> None:
             pace = args.pace_ms / 1000 if pacing == "paced" else 0.0
             with tempfile.TemporaryDirectory(prefix="mh-proxy-") as tmp:
                 env = {
-                    "MEMHUB_PROXY_OPENAI_BASE_URL": f"{fake.root}/v1",
+                    "MEMHUB_PROXY_OPENAI_BASE_URL": f"{fake_root}/v1",
                     "MEMHUB_PROXY_OPENAI_API_KEY": "sk-bench-openai",
-                    "MEMHUB_PROXY_ANTHROPIC_BASE_URL": fake.root,
+                    "MEMHUB_PROXY_ANTHROPIC_BASE_URL": fake_root,
                     "MEMHUB_PROXY_ANTHROPIC_API_KEY": "sk-ant-bench",
                     **extra,
                 }
@@ -195,7 +201,7 @@ def main() -> None:
                         for protocol in ("openai", "anthropic"):
                             for stream in (False, True):
                                 row = measure(
-                                    pace, http, server.url, fake.root, key, headers, protocol, stream, args.turns
+                                    pace, http, server.url, fake_root, key, headers, protocol, stream, args.turns
                                 )
                                 row["setup"] = setup
                                 row["pace_ms"] = pace * 1000
@@ -204,9 +210,10 @@ def main() -> None:
                                     f"{setup} {protocol} stream={stream}: +{row['added_first_byte_p95_ms']} ms p95",
                                     file=sys.stderr,
                                 )
-                        injected = fake.turns("/v1/messages")[-1].json["system"]
+                        injected = http.get(f"{fake_root}/_fake/last?path=/v1/messages").json()["system"]
     finally:
-        fake.stop()
+        fake.stdin.close()
+        fake.wait(timeout=30)
     print(
         "\n| setup | protocol | mode | first byte p50 / p95, direct | proxied | added p50 / p95 "
         "| total added p50 / p95 "

@@ -16,6 +16,7 @@ import uvicorn
 
 from memhub.api import create_app
 from memhub.gateway_key import ensure_gateway_key
+from memhub.proxy.identity import session_of
 from memhub.proxy.model import Block, ProxyIdentity, RequestKind, TurnOutput, WireProtocol
 from memhub.proxy.ports import Commands, IdentityResolver, Injector, ProxyDenied, TurnCapture
 from memhub.proxy.service import ProxyService
@@ -72,7 +73,12 @@ class KeyResolver(IdentityResolver):
         self.hub = hub
 
     async def resolve(
-        self, headers: Mapping[str, str], *, space_id: str, agent_source: str, fallback_session: str
+        self,
+        headers: Mapping[str, str],
+        *,
+        space_id: str,
+        agent_source: str,
+        fallback_session: str | Callable[[], str],
     ) -> ProxyIdentity:
         bearer = headers.get("authorization", "").removeprefix("Bearer ").strip()
         key = bearer if bearer.startswith("sk-mem-") else headers.get("x-api-key", "")
@@ -83,7 +89,7 @@ class KeyResolver(IdentityResolver):
             service_id=space_id,
             user_id=caller.user_id,
             key_id=caller.key_id,
-            session_id=headers.get("x-session-id") or fallback_session,
+            session_id=headers.get("x-session-id") or session_of({}, fallback_session),
             agent_source=agent_source,
             team_id=headers.get("x-team-id"),
             agent_id=headers.get("x-agent-id"),

@@ -48,6 +48,11 @@ class UpstreamHandler(TrackedHandler):
     fake: FakeUpstream
 
     def do_GET(self) -> None:
+        if self.path.startswith("/_fake/last?path="):
+            # For a benchmark running this server in a process of its own: the last body received at a path.
+            turns = self.fake.turns(self.path.partition("=")[2])
+            self._json(200 if turns else 404, turns[-1].json if turns else {"error": "nothing received"})
+            return
         self._record(b"")
         if self.path.startswith("/v1/models"):
             self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "me"}]})
@@ -280,3 +285,18 @@ class FakeUpstream(LocalServer):
                 if reply.hold is not None:
                     reply.hold.set()
         super().stop()
+
+
+def main() -> None:
+    """Serve the fake provider alone (for a benchmark): print its root URL, run until stdin closes."""
+    import sys
+
+    fake = FakeUpstream()
+    fake.start()
+    print(fake.root, flush=True)
+    sys.stdin.read()
+    fake.stop()
+
+
+if __name__ == "__main__":
+    main()

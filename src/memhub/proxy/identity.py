@@ -78,13 +78,13 @@ def _checked(name: str, value: str) -> str:
     return value
 
 
-def session_of(headers: Mapping[str, str], fallback: str) -> str:
-    """The first session header present (trimmed, checked), else `fallback`."""
+def session_of(headers: Mapping[str, str], fallback: str | Callable[[], str]) -> str:
+    """The first session header present (trimmed, checked), else `fallback` (called only then)."""
     for name in SESSION_HEADERS:
         value = headers.get(name, "").strip()
         if value:
             return _checked(name, value)
-    return fallback
+    return fallback() if callable(fallback) else fallback
 
 
 def _header_id(headers: Mapping[str, str], field: str) -> str | None:
@@ -117,7 +117,12 @@ class KeyIdentityResolver:
         self._recent: OrderedDict[tuple[str, str, _Wanted], tuple[float, Caller, Scope]] = OrderedDict()
 
     async def resolve(
-        self, headers: Mapping[str, str], *, space_id: str, agent_source: str, fallback_session: str
+        self,
+        headers: Mapping[str, str],
+        *,
+        space_id: str,
+        agent_source: str,
+        fallback_session: str | Callable[[], str],
     ) -> ProxyIdentity:
         """The turn's identity; ProxyDenied 401 for a missing or invalid key, 403 for an id the key may not act
         as, 400 for a malformed space id or header."""

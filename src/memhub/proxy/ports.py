@@ -3,7 +3,7 @@ by its own module (identity, injection, capture, `mem:` commands) and wired in `
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from memhub.proxy.model import Block, ProxyIdentity, RequestKind, TurnOutput, WireProtocol
@@ -25,9 +25,15 @@ class IdentityResolver(Protocol):
     """Who a request is for: the Bearer user key checked against this memhub's own key store (in process)."""
 
     async def resolve(
-        self, headers: Mapping[str, str], *, space_id: str, agent_source: str, fallback_session: str
+        self,
+        headers: Mapping[str, str],
+        *,
+        space_id: str,
+        agent_source: str,
+        fallback_session: str | Callable[[], str],
     ) -> ProxyIdentity:
-        """The turn's identity; raises ProxyDenied. `fallback_session` is the protocol's stable derivation, used
+        """The turn's identity; raises ProxyDenied. `fallback_session` is the protocol's stable derivation (or a
+        function computing it, called only when needed), used
         when no session header came."""
         ...
 

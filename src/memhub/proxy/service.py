@@ -7,6 +7,7 @@ error is logged, and what happened is said in the `x-memhub-memory` response hea
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -98,7 +99,8 @@ class ProxyService:
         adapter = adapter_for(protocol)
         agent_source = agent_source_of(segment)
         body = _json_object(raw)
-        fallback = adapter.fallback_session(body or {})
+        # Derived only when no session header came: it hashes the conversation's opening.
+        fallback = functools.partial(adapter.fallback_session, body or {})
         try:
             identity = await self.identity.resolve(
                 headers, space_id=space_id, agent_source=agent_source, fallback_session=fallback

@@ -338,3 +338,18 @@ def test_the_budget_cuts_the_spliced_blocks(w: World) -> None:
     assert flat.endswith("…[injection budget: truncated]")
     assert len(flat) <= 2_000 + 2 * len(placement_order(blocks))
     assert flat.startswith("## Skills (mandatory)")
+
+
+def test_a_remembered_splice_is_the_splice_and_cannot_be_changed_by_its_caller(w: World) -> None:
+    seed(w)
+    injector = w.injector()
+    blocks = run(injector, w.identity(w.bob))
+    first = injector.splice([CLAUDE_PROMPT], blocks, "claude-code")
+    first[0] = "changed by the caller"
+    again = injector.splice([CLAUDE_PROMPT], blocks, "claude-code")
+    fresh = w.injector().splice([CLAUDE_PROMPT], blocks, "claude-code")
+    assert again == fresh and again[0] != "changed by the caller"
+    # Another client's profile places the same blocks elsewhere: not served from the first one's memory.
+    assert injector.splice([CLAUDE_PROMPT], blocks, "codebuddy") == w.injector().splice(
+        [CLAUDE_PROMPT], blocks, "codebuddy"
+    )

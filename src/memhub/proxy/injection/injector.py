@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -88,6 +89,7 @@ PROFILE_MEMORY = Hook("tdai-profile-memory-injector", "system.suffix", PRIORITY_
 SESSION_CONTEXT = Hook("session-context", "system.suffix", PRIORITY_CUSTOM)
 RECALL = Hook("tdai-l1-recall-injector", "user.before", PRIORITY_MEMORY, session_stable=False)
 SESSION_HOOKS = (SKILLS, KNOWLEDGE, MEMORY_TOOLS, PROFILE_MEMORY, SESSION_CONTEXT)
+SPLICED_PROMPTS = 256  # spliced system prompts remembered (a few hundred KB each at most)
 
 
 class CapabilityReader(Protocol):
@@ -164,6 +166,9 @@ class BlockInjector:
         self.cache = SessionBlockCache(config.session_ttl_seconds, max_sessions=config.max_sessions, clock=clock)
         self._locks: dict[Hashable, asyncio.Lock] = {}
         self._users: dict[Hashable, int] = {}
+        # A session sends the same system prompt every turn and gets the same blocks: the spliced prompt is
+        # remembered instead of parsed and rebuilt each time (blocks are frozen, so they key it by value).
+        self._spliced: OrderedDict[tuple[str, tuple[str, ...], tuple[Block, ...]], tuple[str, ...]] = OrderedDict()
 
     # -- the port ---------------------------------------------------------------------------------------------
 
@@ -186,9 +191,18 @@ class BlockInjector:
 
     def splice(self, segments: Sequence[str], blocks: Sequence[Block], agent_source: str) -> list[str]:
         """The system prompt's segments with the `system.*` blocks at their slots (or points), within the budget."""
-        kept = apply_budget(placement_order(blocks), self.config.budget_chars)
-        placements = [Placement(b.text, b.slot, b.relation, b.point == "system.prefix") for b in kept]
-        return splice(segments, placements, profile_for(agent_source, segments))
+        key = (agent_source, tuple(segments), tuple(blocks))
+        done = self._spliced.get(key)
+        if done is None:
+            kept = apply_budget(placement_order(blocks), self.config.budget_chars)
+            placements = [Placement(b.text, b.slot, b.relation, b.point == "system.prefix") for b in kept]
+            done = tuple(splice(segments, placements, profile_for(agent_source, segments)))
+            self._spliced[key] = done
+            if len(self._spliced) > SPLICED_PROMPTS:
+                self._spliced.popitem(last=False)
+        else:
+            self._spliced.move_to_end(key)
+        return list(done)
 
     def flat(self, blocks: Sequence[Block]) -> str:
         """The `system.*` blocks in placement order within the budget, separated by blank lines."""
