@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from memhub.proxy.classify import classify
-from memhub.proxy.model import RequestKind, WireProtocol
+from memhub.proxy.model import Block, RequestKind, WireProtocol
 from memhub.proxy.protocols import adapter_for
 from memhub.proxy.protocols.sse import SseDecoder, SseEvent
 from tests.proxy.conftest import BLOCK, FixedInjector
@@ -146,3 +146,49 @@ def test_deepseek_harness_compaction_and_titles() -> None:
     assert classify(WireProtocol.OPENAI_CHAT, "dsh", title, {}) is RequestKind.SIDE_QUERY
     assert classify(WireProtocol.OPENAI_CHAT, "dsh", {}, {"x-deepseek-harness-compact": "1"}) is RequestKind.AUXILIARY
     assert classify(WireProtocol.OPENAI_CHAT, "dsh", {**title, "max_tokens": 4096}, {}) is RequestKind.MAIN
+
+
+RECALLED = Block(
+    "recall", "<tdai_recalled_l1_memories>\n1. likes tea\n</tdai_recalled_l1_memories>", "user.before", 100
+)
+BODIES: list[tuple[WireProtocol, dict[str, Any]]] = [
+    (WireProtocol.OPENAI_CHAT, {"messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]}),
+    (
+        WireProtocol.OPENAI_CHAT,
+        {
+            "messages": [
+                {"role": "developer", "content": [{"type": "text", "text": "dev"}]},
+                {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+            ]
+        },
+    ),
+    (WireProtocol.OPENAI_CHAT, {"messages": [{"role": "user", "content": "hi"}]}),
+    (
+        WireProtocol.ANTHROPIC,
+        {
+            "system": [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+        },
+    ),
+    (WireProtocol.ANTHROPIC, {"system": "sys", "messages": [{"role": "user", "content": "hi"}]}),
+    (
+        WireProtocol.RESPONSES,
+        {
+            "input": [
+                {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "dev"}]},
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+            ]
+        },
+    ),
+    (WireProtocol.RESPONSES, {"input": "hi"}),
+]
+
+
+@pytest.mark.parametrize(("protocol", "body"), BODIES)
+def test_injecting_never_changes_the_callers_body(protocol: WireProtocol, body: dict[str, Any]) -> None:
+    # The injected copy shares what it did not change with the request; the request itself stays as it came.
+    before = json.dumps(body)
+    out = adapter_for(protocol).inject(body, [BLOCK, RECALLED], FixedInjector(), "claude-code")
+    assert json.dumps(body) == before
+    sent = json.dumps(out)
+    assert "<tdai_memory_tools>" in sent and "likes tea" in sent and sent != before

@@ -118,6 +118,25 @@ def test_a_client_hanging_up_mid_stream_closes_the_upstream_stream(rig: ProxyRig
     assert not rig.capture.turns  # an unfinished turn is not captured
 
 
+def test_a_client_closing_its_connection_as_the_last_event_arrives_still_has_its_turn_captured(
+    rig: ProxyRig,
+) -> None:
+    body = {"model": "gpt-x", "stream": True, "messages": [{"role": "user", "content": "weather?"}]}
+    headers = {"authorization": f"Bearer {rig.user_key}", **rig.identity_headers()}
+    with (
+        httpx.Client(base_url=rig.base(), timeout=60) as http,
+        http.stream("POST", "/chat/completions", json=body, headers=headers) as response,
+    ):
+        received = b""
+        for chunk in response.iter_raw():
+            received += chunk
+            if b"[DONE]" in received:
+                break  # and the connection is closed at once, as a client done with the answer does
+    assert rig.capture.got.wait(60)
+    [(_, _, user_text, output)] = rig.capture.turns
+    assert user_text == "weather?" and output.complete and output.text == "ok from upstream"
+
+
 def test_anthropic_turn_keeps_cache_control_and_version_headers(rig: ProxyRig) -> None:
     rig.upstream.script(Reply(text="", tool_calls=[TOOL]))
     system = [

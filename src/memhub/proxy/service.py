@@ -257,26 +257,28 @@ class ProxyService:
 
 
 async def _relay(response: httpx.Response, tap: StreamTap | None, on_output: OutputSink | None) -> AsyncIterator[bytes]:
-    """The upstream's chunks as they arrive; a copy goes to the tap. When the client hangs up, the consumer is
-    cancelled here and the upstream connection is closed; when the upstream cuts the stream, the error goes on
-    so the client's connection is cut too (it must not see a truncated stream end cleanly)."""
+    """The upstream's chunks as they arrive; the tap reads each one before it goes to the client. When the client
+    hangs up, the consumer is cancelled here and the upstream connection is closed; when the upstream cuts the
+    stream, the error goes on so the client's connection is cut too (it must not see a truncated stream end
+    cleanly). Either way the tap's reading goes to `on_output`, which keeps only an answer that ended normally —
+    also when the client closed its connection the moment the last event reached it."""
     try:
         async for chunk in response.aiter_bytes():
-            yield chunk
             if tap is not None:
                 try:
                     tap.feed(chunk)
                 except Exception:
                     log.warning("stream tap failed; the turn will not be captured", exc_info=True)
                     tap = None
+            yield chunk
     finally:
         with anyio.CancelScope(shield=True):
             await response.aclose()
-    if tap is not None and on_output is not None:
-        try:
-            on_output(tap.finish())
-        except Exception:
-            log.warning("stream tap failed at the end; the turn will not be captured", exc_info=True)
+        if tap is not None and on_output is not None:
+            try:
+                on_output(tap.finish())
+            except Exception:
+                log.warning("stream tap failed at the end; the turn will not be captured", exc_info=True)
 
 
 def _json_object(raw: bytes) -> Body | None:

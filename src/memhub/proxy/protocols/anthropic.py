@@ -79,8 +79,10 @@ class AnthropicMessages(MessagesAdapter):
                 body["system"] = [*system, {"type": "text", "text": text}]
             return
         spliced = injector.splice([str(system[i].get("text", "")) for i in texts], blocks, agent_source)
+        system = list(system)
         for i, text in zip(texts, spliced, strict=True):
             system[i] = {**system[i], "text": text}  # cache_control and any other key stay
+        body["system"] = system
 
     def tap(self) -> StreamTap:
         return MessagesTap()

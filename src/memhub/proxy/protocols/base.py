@@ -4,7 +4,6 @@ replies (a synthetic assistant message, an error)."""
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import re
@@ -96,7 +95,9 @@ class ProtocolAdapter(ABC):
     def inject(self, body: Body, blocks: Sequence[Block], injector: Injector, agent_source: str) -> Body:
         """A copy of `body` with the `system.*` blocks in the system prompt and the `user.before` ones before the
         last user message."""
-        out = copy.deepcopy(body)
+        # A shallow copy: the adapters replace what they change and never mutate what `body` holds, so a long
+        # conversation is not copied object by object every turn.
+        out = dict(body)
         self.inject_system(out, blocks, injector, agent_source)
         prefix = injector.user_prefix(blocks)
         if prefix:
@@ -105,11 +106,12 @@ class ProtocolAdapter(ABC):
 
     @abstractmethod
     def inject_system(self, body: Body, blocks: Sequence[Block], injector: Injector, agent_source: str) -> None:
-        """Splice the `system.*` blocks into `body`'s system prompt (in place; `body` is already a copy)."""
+        """Splice the `system.*` blocks into `body`'s system prompt: `body` is a shallow copy of the request, so
+        set its keys, and replace (never mutate) the lists and dicts they hold."""
 
     @abstractmethod
     def prefix_user(self, body: Body, prefix: str) -> None:
-        """Put `prefix` before the last user message's text (in place)."""
+        """Put `prefix` before the last user message's text (on a shallow copy, as `inject_system`)."""
 
     @abstractmethod
     def tap(self) -> StreamTap:
@@ -155,9 +157,12 @@ class MessagesAdapter(ProtocolAdapter):
         return ""
 
     def prefix_user(self, body: Body, prefix: str) -> None:
-        for message in reversed(messages_of(body)):
+        messages = messages_of(body)
+        for i in range(len(messages) - 1, -1, -1):
+            message = messages[i]
             if isinstance(message, dict) and message.get("role") == "user":
-                message["content"] = prefix_content(message.get("content"), prefix, "text")
+                content = prefix_content(message.get("content"), prefix, "text")
+                body["messages"] = [*messages[:i], {**message, "content": content}, *messages[i + 1 :]]
                 return
 
 

@@ -66,29 +66,30 @@ class OpenAIChat(MessagesAdapter):
 
     def inject_system(self, body: Body, blocks: Sequence[Block], injector: Injector, agent_source: str) -> None:
         messages = messages_of(body)
-        system = next(
-            (m for m in messages if isinstance(m, dict) and m.get("role") in SYSTEM_ROLES),
+        at = next(
+            (i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") in SYSTEM_ROLES),
             None,
         )
-        if system is None:
+        if at is None:
             text = injector.splice([], blocks, agent_source)[0]
             if text:
                 # Without a system message the blocks still need a home: a new one, first.
                 body["messages"] = [{"role": "system", "content": text}, *messages]
             return
+        system = messages[at]
         content = system.get("content")
         if isinstance(content, str):
-            system["content"] = injector.splice([content], blocks, agent_source)[0]
+            new_content: Any = injector.splice([content], blocks, agent_source)[0]
+        elif not isinstance(content, list):
             return
-        if not isinstance(content, list):
-            return
-        texts = [i for i, part in enumerate(content) if isinstance(part, dict) and part.get("type") == "text"]
-        if not texts:
-            system["content"] = [*content, {"type": "text", "text": injector.splice([], blocks, agent_source)[0]}]
-            return
-        spliced = injector.splice([str(content[i].get("text", "")) for i in texts], blocks, agent_source)
-        for i, text in zip(texts, spliced, strict=True):
-            content[i] = {**content[i], "text": text}
+        elif not (texts := [i for i, p in enumerate(content) if isinstance(p, dict) and p.get("type") == "text"]):
+            new_content = [*content, {"type": "text", "text": injector.splice([], blocks, agent_source)[0]}]
+        else:
+            spliced = injector.splice([str(content[i].get("text", "")) for i in texts], blocks, agent_source)
+            new_content = list(content)
+            for i, text in zip(texts, spliced, strict=True):
+                new_content[i] = {**content[i], "text": text}
+        body["messages"] = [*messages[:at], {**system, "content": new_content}, *messages[at + 1 :]]
 
     def tap(self) -> StreamTap:
         return ChatTap()

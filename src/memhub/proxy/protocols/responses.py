@@ -118,11 +118,12 @@ class Responses(ProtocolAdapter):
             assert isinstance(first, dict)
             content = first.get("content")
             if isinstance(content, str):
-                first["content"] = [{"type": "input_text", "text": content}, part]
+                parts = [{"type": "input_text", "text": content}, part]
             elif isinstance(content, list):
-                content.append(part)
+                parts = [*content, part]
             else:
-                first["content"] = [part]
+                parts = [part]
+            body["input"] = [{**first, "content": parts}, *items[1:]]
             return
         body["input"] = [{"type": "message", "role": "developer", "content": [part]}, *items]
 
@@ -130,9 +131,12 @@ class Responses(ProtocolAdapter):
         if isinstance(body.get("input"), str):
             body["input"] = prefix + body["input"]
             return
-        for item in reversed(_items(body)):
+        items = _items(body)
+        for i in range(len(items) - 1, -1, -1):
+            item = items[i]
             if _is_message(item, ("user",)):
-                item["content"] = prefix_content(item.get("content"), prefix, "input_text")
+                content = prefix_content(item.get("content"), prefix, "input_text")
+                body["input"] = [*items[:i], {**item, "content": content}, *items[i + 1 :]]
                 return
 
     def tap(self) -> StreamTap:
