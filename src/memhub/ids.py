@@ -20,6 +20,14 @@ def has_control(value: str) -> bool:
     return _CONTROL.search(value) is not None
 
 
+MAX_SERVICE_ID_CHARS = 128  # a tenant's service id (`x-tdai-service-id`, the proxy's space id)
+
+
+def valid_service_id(service_id: str) -> bool:
+    """1..128 printable characters."""
+    return 0 < len(service_id) <= MAX_SERVICE_ID_CHARS and not has_control(service_id)
+
+
 def request_id() -> str:
     """`req-` + 16 hex, the envelope's request id."""
     return "req-" + secrets.token_hex(8)

@@ -14,7 +14,7 @@ from starlette.requests import Request
 
 from memhub.errors import BadRequest, Unauthorized
 from memhub.gateway_key import GatewayKey
-from memhub.ids import has_control
+from memhub.ids import MAX_SERVICE_ID_CHARS, valid_service_id
 from memhub.meta.caller import Caller
 from memhub.meta.errors import MetaError
 from memhub.meta.keys import KEY_PREFIX
@@ -26,13 +26,7 @@ MISSING_AUTH_HEADER = "Missing or invalid Authorization header. Expected: Bearer
 MISSING_SERVICE_ID = "Missing x-tdai-service-id header"
 MISSING_USER_KEY = "unauthorized: missing_user_key"
 INVALID_USER_KEY = "unauthorized: invalid_user_key"
-MAX_SERVICE_ID_CHARS = 128
 USER_KEY_HEADER = "x-tdai-user-key"
-
-
-def valid_service_id(service_id: str) -> bool:
-    """1..128 printable characters (memhub.ids: no control characters)."""
-    return 0 < len(service_id) <= MAX_SERVICE_ID_CHARS and not has_control(service_id)
 
 
 def bearer_token(request: Request) -> str | None:

@@ -13,8 +13,8 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, ValidationError
 
-from memhub.api.auth import MAX_SERVICE_ID_CHARS, USER_KEY_HEADER
-from memhub.ids import NO_CONTROL_PATTERN
+from memhub.api.auth import USER_KEY_HEADER
+from memhub.ids import MAX_SERVICE_ID_CHARS, NO_CONTROL_PATTERN
 
 SERVICE_HEADER = "x-tdai-service-id"
 # Every error a route may answer, with the envelope as its body (the status is the envelope's code).

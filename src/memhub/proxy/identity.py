@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from anyio import to_thread
 
 from memhub.errors import Forbidden
-from memhub.ids import NO_CONTROL_RULE, has_control
+from memhub.ids import MAX_SERVICE_ID_CHARS, NO_CONTROL_RULE, has_control, valid_service_id
 from memhub.meta.access import check_user_ids
 from memhub.meta.agents import agent_visible
 from memhub.meta.caller import Caller
@@ -52,7 +52,6 @@ ID_HEADERS = {
 }
 USER_KEY_HEADER = "x-tdai-user-key"
 MAX_ID_CHARS = 256  # as the data plane's ids
-MAX_SPACE_ID_CHARS = 128  # as the gateway's x-tdai-service-id
 MISSING_USER_KEY = "unauthorized: missing_user_key (send the memhub user key as the Bearer token or x-api-key)"
 INVALID_USER_KEY = "unauthorized: invalid_user_key"
 AUTH_CACHE_SECONDS = 2.0
@@ -126,8 +125,8 @@ class KeyIdentityResolver:
     ) -> ProxyIdentity:
         """The turn's identity; ProxyDenied 401 for a missing or invalid key, 403 for an id the key may not act
         as, 400 for a malformed space id or header."""
-        if not 0 < len(space_id) <= MAX_SPACE_ID_CHARS or has_control(space_id):
-            raise ProxyDenied(400, f"space_id: must be 1..{MAX_SPACE_ID_CHARS} printable characters")
+        if not valid_service_id(space_id):
+            raise ProxyDenied(400, f"space_id: must be 1..{MAX_SERVICE_ID_CHARS} printable characters")
         key = user_key_of(headers)
         if key is None:
             raise ProxyDenied(401, MISSING_USER_KEY)

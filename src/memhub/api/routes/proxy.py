@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from memhub.api.auth import MAX_SERVICE_ID_CHARS, valid_service_id
+from memhub.ids import MAX_SERVICE_ID_CHARS, valid_service_id
 from memhub.proxy.model import WireProtocol
 from memhub.proxy.protocols import Family, adapter_for, dumps
 from memhub.proxy.service import MEMORY_HEADER, ProxyReply, ProxyService

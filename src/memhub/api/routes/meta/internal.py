@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from memhub.api.auth import MAX_SERVICE_ID_CHARS, valid_service_id
 from memhub.api.guarded import Guard, GuardedCall, GuardedRoute
 from memhub.api.meta_schemas import InitAdmin, ListByInstance
+from memhub.ids import MAX_SERVICE_ID_CHARS, valid_service_id
 from memhub.meta.errors import MetaError
 
 
