@@ -101,6 +101,8 @@ class MemCommands:
 
     async def run(self, identity: ProxyIdentity, user_text: str) -> str | None:
         """The reply when the user's message is a `mem:` command, else None."""
+        if PREFIX not in user_text.lower():
+            return None  # every main turn asks: most never need the cleaning a command is read from
         cleaned = clean_user_text(user_text)
         parsed = None if cleaned.skip else parse_command(cleaned.text)
         if parsed is None:
