@@ -90,6 +90,7 @@ def create_app(
     cors = CorsPolicy(settings.cors_origins)
     started = time.monotonic()
     app.state.hub = hub
+    app.state.auth = auth  # what `/mcp` (memhub.mcp.http) checks a caller's key with
     app.state.knowledge = knowledge
     app.state.pipeline_worker = worker
     app.state.store = store

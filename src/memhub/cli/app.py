@@ -1,4 +1,5 @@
-"""The `memhub` command: `serve` runs the gateway, `init` prepares a data dir and its key."""
+"""The `memhub` command: `serve` runs the gateway, `init` prepares a data dir and its key; `mcp` and `hooks`
+(memhub.cli.integrations) connect agents to a running gateway."""
 
 from __future__ import annotations
 
@@ -7,27 +8,28 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from memhub.gateway_key import GatewayKey, ensure_gateway_key
-from memhub.index.tokenize import warm_up
-from memhub.memory.embedding import ModelMismatch
-from memhub.meta.errors import MetaError
-from memhub.meta.keys import load_key_hasher
-from memhub.meta.services import MetaServices
-from memhub.model import EmbeddingModel
-from memhub.retrieval.embed import EmbeddingError
-from memhub.runtime import build_hub, dimension_known_offline, embedding_runtime, open_store
-from memhub.settings import Settings
-from memhub.store import MemoryStore
+from memhub.cli.integrations import hooks_app, mcp_app
 
+if TYPE_CHECKING:
+    from memhub.gateway_key import GatewayKey
+    from memhub.settings import Settings
+    from memhub.store import MemoryStore
+
+# The server's modules are imported by the commands that run it, not here: `memhub hooks run` starts once per
+# hook event of an agent, and must not pay for loading the gateway (seconds) to send one request.
 app = typer.Typer(help="memhub: a team-level memory hub for AI agents.", no_args_is_help=True)
+app.add_typer(mcp_app, name="mcp")
+app.add_typer(hooks_app, name="hooks")
 log = logging.getLogger("memhub")
 
 
 def _settings(**overrides: Any) -> Settings:
+    from memhub.settings import Settings
+
     return Settings(**{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -63,6 +65,10 @@ def _single_threaded_blas() -> None:
 
 def _init_admin(settings: Settings, store: MemoryStore, service_id: str, username: str) -> None:
     """The instance's first system admin, its default team and agent; the user key is printed once."""
+    from memhub.meta.errors import MetaError
+    from memhub.meta.keys import load_key_hasher
+    from memhub.meta.services import MetaServices
+
     meta = MetaServices.over(store.meta, load_key_hasher(settings.data_dir, settings.key_secret))
     try:
         admin = meta.init_admin(service_id, username, None, request_id="cli-init")
@@ -91,6 +97,9 @@ def init(
     admin: Annotated[str, typer.Option(help="Username of the first system admin")] = "admin",
 ) -> None:
     """Create the data dir, the gateway key and the first system admin (keys printed once)."""
+    from memhub.gateway_key import ensure_gateway_key
+    from memhub.runtime import open_store
+
     settings = _settings(data_dir=data_dir)
     store = open_store(settings)
     try:
@@ -126,6 +135,10 @@ def serve(
     import uvicorn
 
     from memhub.api import create_app
+    from memhub.gateway_key import ensure_gateway_key
+    from memhub.index.tokenize import warm_up
+    from memhub.memory.embedding import ModelMismatch
+    from memhub.runtime import build_hub, dimension_known_offline, embedding_runtime, open_store
 
     settings = _settings(host=host, port=port, data_dir=data_dir, insecure_no_auth=insecure_no_auth or None)
     if knowledge_only and port is None:
@@ -180,6 +193,9 @@ def proxy(
     import uvicorn
 
     from memhub.api import create_app
+    from memhub.gateway_key import ensure_gateway_key
+    from memhub.index.tokenize import warm_up
+    from memhub.runtime import build_hub, open_store
 
     settings = _settings(host=host, data_dir=data_dir)
     settings = settings.model_copy(update={"port": port or settings.proxy_port, "pipeline_enabled": False})
@@ -205,6 +221,10 @@ def reembed(
     Needed after changing the model: memhub refuses to start with vectors of another model. An
     interrupted run resumes where it stopped when started again.
     """
+    from memhub.model import EmbeddingModel
+    from memhub.retrieval.embed import EmbeddingError
+    from memhub.runtime import embedding_runtime, open_store
+
     settings = _settings(data_dir=data_dir)
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     store = open_store(settings)
@@ -239,10 +259,6 @@ def reembed(
     finally:
         runtime.close()
         store.close()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    app()
 
 
 wiki_app = typer.Typer(help="Team wiki tools.", no_args_is_help=True)

@@ -1,0 +1,1 @@
+"""Framework adapters over the SDK, each an optional extra: `memhub[langgraph]`, `memhub[openai-agents]`."""
