@@ -7,11 +7,15 @@ and these commands' own packages are imported, and only when a command runs: a h
 
 from __future__ import annotations
 
-from typing import Annotated
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
 
 import typer
 
-from memhub.sdk.connection import Connection
+from memhub.sdk.connection import ENVIRONMENT, Connection
 
 mcp_app = typer.Typer(
     help="The memhub MCP server: run it on stdio for a host (`memhub mcp`), or write a host's MCP config.",
@@ -49,3 +53,177 @@ def connection(
         agent_id=agent_id,
         user_id=user_id,
     )
+
+
+# -- hooks and host configs (memhub.hooks) -------------------------------------------------------------------------
+
+UserScope = Annotated[
+    bool,
+    typer.Option(
+        "--user/--project",
+        help="Write the user's own config (may hold the key) instead of the project's (shared; never holds it)",
+    ),
+]
+ProjectDir = Annotated[
+    Path | None, typer.Option("--project-dir", help="The project's root [default: $CLAUDE_PROJECT_DIR or the cwd]")
+]
+Command = Annotated[
+    str | None,
+    typer.Option("--command", help="How the host starts memhub [default: `memhub` if on PATH, else this install's]"),
+]
+HookEvent = Annotated[str, typer.Argument(help="session-start | user-prompt-submit | stop | pre-compact")]
+Deadline = Annotated[
+    float | None, typer.Option("--deadline", help="Seconds before the hook gives up (exit 0, no output)")
+]
+
+
+def _project_dir(given: Path | None) -> Path:
+    if given is not None:
+        return given.resolve()
+    return Path(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()).resolve()
+
+
+def _given_env(**flags: str | None) -> dict[str, str]:
+    """The connection flags given on this command line, as the variables `Connection.from_env` reads."""
+    return {ENVIRONMENT[name]: value for name, value in flags.items() if value}
+
+
+def _launcher(command: str | None) -> list[str]:
+    from memhub.hooks.jsonfile import memhub_command
+
+    return shlex.split(command) if command else memhub_command()
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+@hooks_app.command("run")
+def hooks_run(
+    event: HookEvent,
+    deadline: Deadline = None,
+    url: Url = None,
+    key: Key = None,
+    user_key: UserKey = None,
+    service_id: ServiceId = None,
+    team_id: TeamId = None,
+    agent_id: AgentId = None,
+    user_id: UserId = None,
+) -> None:
+    """Run one Claude Code hook: its JSON on stdin; always exits 0, silent when memhub cannot help."""
+    from memhub.hooks.run import run
+
+    conn = connection(url, key, user_key, service_id, team_id, agent_id, user_id)
+    try:
+        stdin = sys.stdin.read() if sys.stdin is not None else ""
+    except (OSError, ValueError):
+        stdin = ""
+    out = run(event, stdin, conn, deadline=deadline)
+    if out:
+        sys.stdout.write(out + "\n")
+
+
+@hooks_app.command("install")
+def hooks_install(
+    host: Annotated[str, typer.Argument(help="claude-code")],
+    user: UserScope = False,
+    project_dir: ProjectDir = None,
+    command: Command = None,
+    url: Url = None,
+    key: Key = None,
+    user_key: UserKey = None,
+    service_id: ServiceId = None,
+    team_id: TeamId = None,
+    agent_id: AgentId = None,
+    user_id: UserId = None,
+) -> None:
+    """Add memhub's hooks to Claude Code's settings (merged; existing hooks kept)."""
+    from memhub.hooks import claude_code
+    from memhub.hooks.jsonfile import ConfigFileError
+
+    if host != "claude-code":
+        _fail(f"host: must be claude-code (got {host!r})")
+    env = _given_env(
+        url=url, key=key, user_key=user_key, service_id=service_id, team_id=team_id, agent_id=agent_id, user_id=user_id
+    )
+    try:
+        change = claude_code.install(
+            user=user, project_dir=_project_dir(project_dir), command=_launcher(command), env=env
+        )
+    except ConfigFileError as exc:
+        _fail(str(exc))
+    for line in change.lines:
+        typer.echo(line)
+
+
+@hooks_app.command("uninstall")
+def hooks_uninstall(
+    host: Annotated[str, typer.Argument(help="claude-code")],
+    user: UserScope = False,
+    project_dir: ProjectDir = None,
+) -> None:
+    """Remove exactly the hooks (and MEMHUB_* env) that install added."""
+    from memhub.hooks import claude_code
+    from memhub.hooks.jsonfile import ConfigFileError
+
+    if host != "claude-code":
+        _fail(f"host: must be claude-code (got {host!r})")
+    try:
+        change = claude_code.uninstall(user=user, project_dir=_project_dir(project_dir))
+    except ConfigFileError as exc:
+        _fail(str(exc))
+    for line in change.lines:
+        typer.echo(line)
+
+
+@mcp_app.command("install")
+def mcp_install(
+    host: Annotated[str, typer.Argument(help="claude-code | cursor | vscode | claude-desktop")],
+    user: UserScope = False,
+    project_dir: ProjectDir = None,
+    http: Annotated[
+        bool, typer.Option("--http", help="Point the host at <url>/mcp instead of launching memhub")
+    ] = False,
+    command: Command = None,
+    url: Url = None,
+    key: Key = None,
+    user_key: UserKey = None,
+    service_id: ServiceId = None,
+    team_id: TeamId = None,
+    agent_id: AgentId = None,
+    user_id: UserId = None,
+) -> None:
+    """Write the memhub MCP server into a host's MCP config (merged; other servers kept)."""
+    from memhub.hooks import hosts
+    from memhub.hooks.jsonfile import ConfigFileError
+
+    env = _given_env(
+        url=url, key=key, user_key=user_key, service_id=service_id, team_id=team_id, agent_id=agent_id, user_id=user_id
+    )
+    try:
+        lines = hosts.install(
+            host, user=user, project_dir=_project_dir(project_dir), command=_launcher(command), env=env, http=http
+        )
+    except (ConfigFileError, ValueError) as exc:
+        _fail(str(exc))
+    for line in lines:
+        typer.echo(line)
+
+
+@mcp_app.command("uninstall")
+def mcp_uninstall(
+    host: Annotated[str, typer.Argument(help="claude-code | cursor | vscode | claude-desktop")],
+    user: UserScope = False,
+    project_dir: ProjectDir = None,
+) -> None:
+    """Remove the memhub MCP server from a host's MCP config."""
+    from memhub.hooks import hosts
+    from memhub.hooks.jsonfile import ConfigFileError
+
+    try:
+        lines = hosts.uninstall(host, user=user, project_dir=_project_dir(project_dir))
+    except (ConfigFileError, ValueError) as exc:
+        _fail(str(exc))
+    for line in lines:
+        typer.echo(line)

@@ -54,6 +54,8 @@ _SCENE_HEADER = {
     "en": f"*Scene memory index; read a scene in full with {READ_TOOL}.*",
     "zh": f"*以下是场景记忆索引，可使用 {READ_TOOL} 读取详细内容。*",
 }
+# The index for an agent without the kit's memory tools (a Claude Code hook): no tool named that it cannot call.
+_SCENE_HEADER_NO_TOOLS = {"en": "*Scene memory index.*", "zh": "*以下是场景记忆索引。*"}
 
 
 def tools_guide(language: Language = "en") -> str:
@@ -156,8 +158,18 @@ def split_navigation(persona: str) -> tuple[str, list[str]]:
     return remove_generated(persona).text, navigation_paths(persona)
 
 
-def format_system(persona: str | None, scenes: Sequence[str], *, language: Language, max_persona_chars: int) -> str:
+def format_system(
+    persona: str | None,
+    scenes: Sequence[str],
+    *,
+    language: Language,
+    max_persona_chars: int,
+    tools: bool = True,
+) -> str:
     """Persona (fenced, escaped), Scene Navigation (paths only) and the tools guide.
+
+    `tools=False` leaves out the guide and the scene index's pointer to the read tool, for an agent that is not
+    given the kit's memory tools.
 
     The persona is data written by a model or a user: inside `<user-persona>` its tags and line-leading headings
     are escaped (memhub.formats.fence), and whatever it says, it never replaces the scene index (the original plugin
@@ -167,10 +179,12 @@ def format_system(persona: str | None, scenes: Sequence[str], *, language: Langu
     if persona and persona.strip():
         parts.append("<user-persona>\n" + neutralise(clip(persona.strip(), max_persona_chars)) + "\n</user-persona>")
     if scenes:
-        lines = ["## 🗺️ Scene Navigation", _SCENE_HEADER[language], ""]
+        header = _SCENE_HEADER if tools else _SCENE_HEADER_NO_TOOLS
+        lines = ["## 🗺️ Scene Navigation", header[language], ""]
         lines += [f"- `{escape_tags(path)}`" for path in scenes]
         parts.append("\n".join(lines))
-    parts.append(tools_guide(language))
+    if tools:
+        parts.append(tools_guide(language))
     return "\n\n".join(parts)
 
 

@@ -1,0 +1,108 @@
+"""What the hooks keep between runs, in one directory (`MEMHUB_HOOKS_DIR`, default `~/.memhub/hooks`): a capture
+cursor per Claude Code session, and the log file (every hook is silent on stdout, so this is where a failure
+shows).
+
+A cursor is the transcript position captured up to, plus the range being sent when the hook last stopped
+(`pending`). The range is written before it is sent and cleared after: a hook killed in between leaves it behind,
+and the next run sends exactly that range again, with the same idempotency keys, so the gateway stores it once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import logging.handlers
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+STATE_DIR_ENV = "MEMHUB_HOOKS_DIR"
+LOG_NAME = "hooks.log"
+LOG_MAX_BYTES = 1024 * 1024
+
+
+def state_dir(environ: dict[str, str] | None = None) -> Path:
+    """Where the hooks keep their cursors and log."""
+    env = os.environ if environ is None else environ
+    configured = env.get(STATE_DIR_ENV, "").strip()
+    return Path(configured).expanduser() if configured else Path.home() / ".memhub" / "hooks"
+
+
+def hook_logger(directory: Path) -> logging.Logger:
+    """A logger writing to `<dir>/hooks.log` (rotated at 1 MiB), never to stdout or stderr."""
+    log = logging.getLogger("memhub.hooks")
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    if not log.handlers:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            handler: logging.Handler = logging.handlers.RotatingFileHandler(
+                directory / LOG_NAME, maxBytes=LOG_MAX_BYTES, backupCount=1, encoding="utf-8"
+            )
+        except OSError:
+            handler = logging.NullHandler()  # an unwritable state dir must not make the hook fail
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        log.addHandler(handler)
+    return log
+
+
+@dataclass(slots=True)
+class Cursor:
+    """How far one session's transcript is captured."""
+
+    transcript: str = ""
+    offset: int = 0
+    pending_start: int | None = None
+    pending_end: int | None = None
+    pending_now: str | None = None  # when the pending range was taken: the time of its untimed messages
+
+
+class CursorStore:
+    """Cursor files under `<dir>/cursors/`, one per session, written atomically and used under a lock."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory / "cursors"
+
+    def _path(self, session_id: str) -> Path:
+        # Hashed: the session id comes from the hook's input and must not choose the file name.
+        digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:32]
+        return self.directory / f"{digest}.json"
+
+    @contextlib.contextmanager
+    def locked(self, session_id: str) -> Iterator[None]:
+        """Held while a session's transcript is read and sent: a Stop and a PreCompact hook of one session may
+        run at the same time, and the second must see the first one's cursor."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        lock_path = self._path(session_id).with_suffix(".lock")
+        with lock_path.open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def load(self, session_id: str) -> Cursor:
+        """The session's cursor (a fresh one when there is none or it cannot be read)."""
+        try:
+            data: Any = json.loads(self._path(session_id).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return Cursor()
+        if not isinstance(data, dict):
+            return Cursor()
+        known = {k: data[k] for k in Cursor.__slots__ if k in data}  # type: ignore[attr-defined]
+        try:
+            return Cursor(**known)
+        except TypeError:
+            return Cursor()
+
+    def save(self, session_id: str, cursor: Cursor) -> None:
+        """Replace the session's cursor: written beside it, then renamed over it, so a crash leaves one whole."""
+        path = self._path(session_id)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(cursor)), encoding="utf-8")
+        os.replace(tmp, path)
