@@ -7,6 +7,7 @@ from pathlib import Path
 
 from memhub.hooks.state import CursorStore
 from tests.hooks.conftest import SCOPE, HookRig, Transcript, memhub, text, thinking, tool_use
+from tests.meta.org import Org
 
 SESSION = "7f1c2a9e-0b6d-4c39-9a51-2b1f8e0c4d10"
 
@@ -153,3 +154,34 @@ def test_bad_input_exits_0_silently(rig: HookRig) -> None:
     unknown = memhub("hooks", "run", "bogus-event", stdin="{}", env=rig.env)
     assert (unknown.returncode, unknown.stdout) == (0, "")
     assert "bogus-event" in rig.log()
+
+
+def test_a_user_key_alone_is_resolved_once_and_its_ids_reused(rig: HookRig, tmp_path: Path) -> None:
+    org = Org(rig.gateway, service="svc-hooks")
+    scope = {"team_id": org.team_id, "agent_id": org.admin_agent_id, "user_id": org.admin.user_id}
+    org.ok(
+        org.admin,
+        "/v3/atomic/add",
+        {**scope, "content": "The user's staging cluster is blue-heron.", "type": "persona"},
+    )
+    env = {k: v for k, v in rig.env.items() if k not in ("MEMHUB_TEAM_ID", "MEMHUB_AGENT_ID", "MEMHUB_USER_ID")}
+    env |= {"MEMHUB_API_KEY": org.admin.key, "MEMHUB_SERVICE_ID": "svc-hooks"}
+    t = Transcript(tmp_path / f"{SESSION}.jsonl", SESSION)
+    prompt = t.payload("UserPromptSubmit", prompt="Which staging cluster do we use?")
+
+    first = memhub("hooks", "run", "user-prompt-submit", stdin=json.dumps(prompt), env=env)
+    assert first.returncode == 0 and "blue-heron" in first.stdout
+    (kept,) = (rig.state_dir / "identity").glob("*.json")
+    remembered = json.loads(kept.read_text(encoding="utf-8"))
+    assert {k: remembered[k] for k in scope} == scope
+    assert org.admin.key not in kept.read_text(encoding="utf-8")
+
+    # The next hook takes the ids from the state dir, not from the gateway: pointed at another team, it recalls
+    # from that team (nothing) instead of resolving the key's own again.
+    kept.write_text(json.dumps({**remembered, "team_id": "team-elsewhere"}), encoding="utf-8")
+    second = memhub("hooks", "run", "user-prompt-submit", stdin=json.dumps(prompt), env=env)
+    assert (second.returncode, second.stdout) == (0, "")
+    # Stale ids are not kept: past the time limit the key is resolved again.
+    kept.write_text(json.dumps({**remembered, "team_id": "team-elsewhere", "at": 0}), encoding="utf-8")
+    third = memhub("hooks", "run", "user-prompt-submit", stdin=json.dumps(prompt), env=env)
+    assert third.returncode == 0 and "blue-heron" in third.stdout

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memhub.hooks import transcript
-from memhub.hooks.state import Cursor, CursorStore, hook_logger, state_dir
+from memhub.hooks.state import Cursor, CursorStore, IdentityCache, hook_logger, state_dir
 from memhub.sdk._errors import TDAMError
 from memhub.sdk.agent.prompt import format_memories, format_system, scene_paths, split_navigation
 from memhub.sdk.agent.turns import fit_to_server_limits, iso_utc, parse_timestamp, select_turn
@@ -82,8 +82,16 @@ def _describe(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, TDAMError) else f"{type(exc).__name__}: {exc}"
 
 
-async def _client(connection: Connection) -> AsyncMemoryClient:
-    return (await connection.resolve()).memory_client()
+async def _client(connection: Connection, directory: Path) -> AsyncMemoryClient:
+    """A client for the connection, the ids a user key implies read from the gateway at most every few minutes."""
+    cache = IdentityCache(directory)
+    given = connection
+    connection = cache.fill(connection)
+    if connection.missing():
+        connection = await connection.resolve()
+        if connection != given and not connection.missing():
+            cache.remember(connection)
+    return connection.memory_client()
 
 
 def _context(event: str, text: str) -> str:
@@ -97,7 +105,7 @@ async def session_start(
     payload: Mapping[str, Any], connection: Connection, directory: Path, log: logging.Logger
 ) -> str:
     """The persona and the scene index, as context for the whole session."""
-    client = await _client(connection)
+    client = await _client(connection, directory)
     try:
         core, listing = await asyncio.gather(client.read_core(), client.list_scenarios(), return_exceptions=True)
     finally:
@@ -134,7 +142,7 @@ async def user_prompt_submit(
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or trivial(prompt):
         return ""
-    client = await _client(connection)
+    client = await _client(connection, directory)
     try:
         # Persona and scenes came with SessionStart: this turn gets only what its prompt calls up.
         answer = await client.recall(prompt, max_chars=MAX_CONTEXT_CHARS, include_persona=False, include_scenes=False)
@@ -171,7 +179,7 @@ async def capture(payload: Mapping[str, Any], connection: Connection, directory:
                     cursor.pending_start, cursor.pending_end, cursor.transcript = start, end, str(transcript_file)
                     cursor.pending_now = iso_utc(datetime.now(UTC))
                     store.save(session_id, cursor)
-                client = client or await _client(connection)
+                client = client or await _client(connection, directory)
                 sent = await _send(client, session_id, transcript_file, cursor, log)
                 cursor.offset, cursor.pending_start, cursor.pending_end, cursor.pending_now = end, None, None, None
                 store.save(session_id, cursor)

@@ -1,6 +1,6 @@
 """What the hooks keep between runs, in one directory (`MEMHUB_HOOKS_DIR`, default `~/.memhub/hooks`): a capture
-cursor per Claude Code session, and the log file (every hook is silent on stdout, so this is where a failure
-shows).
+cursor per Claude Code session, the ids a user key implies (`IdentityCache`), and the log file (every hook is
+silent on stdout, so this is where a failure shows).
 
 A cursor is the transcript position captured up to, plus the range being sent when the hook last stopped
 (`pending`). The range is written before it is sent and cleared after: a hook killed in between leaves it behind,
@@ -16,14 +16,20 @@ import json
 import logging
 import logging.handlers
 import os
+import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from memhub.sdk.connection import Connection
 
 STATE_DIR_ENV = "MEMHUB_HOOKS_DIR"
 LOG_NAME = "hooks.log"
 LOG_MAX_BYTES = 1024 * 1024
+# How long the ids a user key implies are reused: a hook runs at every prompt and every turn, and reading them costs
+# three requests; a team or agent changed on the gateway is picked up within this time.
+IDENTITY_TTL_SECONDS = 600.0
 
 
 def state_dir(environ: dict[str, str] | None = None) -> Path:
@@ -106,3 +112,41 @@ class CursorStore:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(cursor)), encoding="utf-8")
         os.replace(tmp, path)
+
+
+class IdentityCache:
+    """The team, agent and user a connection's user key implies (`Connection.resolve`), kept for IDENTITY_TTL_SECONDS
+    under `<dir>/identity/`, one file per gateway, tenant and key (named by a digest; the key is never written)."""
+
+    def __init__(self, directory: Path, ttl: float = IDENTITY_TTL_SECONDS) -> None:
+        self.directory = directory / "identity"
+        self.ttl = ttl
+
+    def _path(self, connection: Connection) -> Path:
+        name = "\n".join((connection.url, connection.service_id or "", connection.key or "", connection.user_key or ""))
+        return self.directory / f"{hashlib.sha256(name.encode('utf-8')).hexdigest()[:32]}.json"
+
+    def fill(self, connection: Connection) -> Connection:
+        """`connection` with the remembered ids filled in where it gives none (unchanged when nothing fresh is kept)."""
+        try:
+            data: Any = json.loads(self._path(connection).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return connection
+        if not isinstance(data, dict) or not isinstance(data.get("at"), int | float):
+            return connection
+        if not 0 <= time.time() - data["at"] < self.ttl:
+            return connection
+        ids = {k: data[k] for k in ("team_id", "agent_id", "user_id") if isinstance(data.get(k), str) and data[k]}
+        return replace(connection, **{k: v for k, v in ids.items() if not getattr(connection, k)})
+
+    def remember(self, connection: Connection) -> None:
+        """Keep a resolved connection's ids (best effort: an unwritable state dir only costs the next hook a lookup)."""
+        ids = {k: getattr(connection, k) for k in ("team_id", "agent_id", "user_id")}
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            path = self._path(connection)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({**ids, "at": time.time()}), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            pass
