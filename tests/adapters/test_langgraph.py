@@ -22,10 +22,11 @@ from langgraph.store.base import BaseStore, Item
 from langgraph.store.memory import InMemoryStore
 
 from memhub.adapters.langgraph import MemhubStore
-from memhub.sdk import TransportError
+from memhub.sdk import TDAMError, TransportError
 from memhub.sdk.connection import Connection
 from memhub.sdk.memory import MemoryClient
 from tests.adapters.conftest import Served, closed_port
+from tests.meta.org import Org
 
 
 @pytest.fixture
@@ -217,3 +218,17 @@ def test_without_langgraph_the_import_says_which_extra_to_install() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode != 0
     assert "pip install 'memhub[langgraph]'" in run.stderr
+
+
+def test_a_user_key_alone_connects_and_is_held_to_its_user(served: Served) -> None:
+    org = Org(served.gateway, service="svc-adapters-keys")
+    ada = org.user("ada")
+    team = org.team(ada, "ada-team")
+    org.agent(ada, team, "ada-agent")
+    # Only the key: the user, their only team and that team's only agent come from the gateway.
+    with MemhubStore(Connection(url=served.url, key=ada.key, service_id=org.service)) as store:
+        store.put(("memories",), "k", {"content": "Ada's own note"})
+        assert store.get(("memories",), "k").value == {"content": "Ada's own note"}  # type: ignore[union-attr]
+        with pytest.raises(TDAMError) as refused:
+            store.put(("user", org.admin.user_id, "memories"), "k", {"content": "into someone else's memory"})
+        assert refused.value.code == 403 and "user_id" in str(refused.value)

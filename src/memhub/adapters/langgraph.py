@@ -25,8 +25,9 @@ Mapping:
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -171,10 +172,11 @@ class MemhubStore(BaseStore):
                 if _ours(row):
                     keep(row, float(row.get("score") or 0.0))
         else:
-            async for row in _scan(client, self.memory_type):
-                keep(row, None)
-                if len(matches) >= wanted:
-                    break
+            async with contextlib.aclosing(_scan(client, self.memory_type)) as rows:
+                async for row in rows:
+                    keep(row, None)
+                    if len(matches) >= wanted:
+                        break
         return matches[op.offset : wanted]
 
     async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
@@ -266,7 +268,7 @@ def _value(row: Mapping[str, Any]) -> dict[str, Any]:
     return {meta["text_field"]: content} if "text_field" in meta else json.loads(content)
 
 
-async def _scan(client: AsyncMemoryClient, memory_type: str) -> Any:
+async def _scan(client: AsyncMemoryClient, memory_type: str) -> AsyncIterator[dict[str, Any]]:
     """Every LangGraph item of the client's scope, most recently updated first."""
     offset = 0
     while True:
