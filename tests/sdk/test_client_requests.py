@@ -222,6 +222,13 @@ SHAPES: list[tuple[str, tuple[Any, ...], dict[str, Any], str, dict[str, Any]]] =
         {**BOUND, "session_id": "s-bound", "id": "m_1", "content": "new content", "background": "drinks"},
     ),
     (
+        "add_atomic",
+        ("a fact",),
+        {"type": "episodic", "metadata": {"k": 1}},
+        "/v3/atomic/add",
+        {**BOUND, "session_id": "s-bound", "content": "a fact", "type": "episodic", "metadata": {"k": 1}},
+    ),
+    (
         "create_memories",
         ([{"content": "a fact"}],),
         {},
