@@ -221,6 +221,27 @@ class _MemoryCalls(Generic[ResultT]):
         """`POST /v3/atomic/update`: rewrite one memory's content (and background)."""
         return self._session_call("/v3/atomic/update", session_id, id=id, content=content, background=background)
 
+    def add_atomic(
+        self,
+        content: str,
+        type: AtomicMemoryType,
+        *,
+        priority: int | None = None,
+        background: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> ResultT:
+        """`POST /v3/atomic/add` (memhub extension): write one L1 memory as given, without distillation."""
+        return self._session_call(
+            "/v3/atomic/add",
+            session_id,
+            content=content,
+            type=type,
+            priority=priority,
+            background=background,
+            metadata=metadata,
+        )
+
     def create_memories(self, records: list[dict[str, Any]], *, session_id: str | None = None) -> ResultT:
         """`POST /v3/atomic/create`: import L1 memories directly (≤500), bypassing distillation."""
         # Not None-stripped, like the original: an unbound session goes out as an explicit null.
