@@ -45,8 +45,9 @@ def tool_name(knowledge_id: str, name: str) -> str:
     if safe == plain and len(plain) <= MAX_NAME_CHARS and split_name(plain) == (knowledge_id, name):
         return plain
     digest = hashlib.sha256(f"{knowledge_id}\x00{name}".encode()).hexdigest()[:DIGEST_CHARS]
-    # A digest name never splits back (see split_name): it is found in the listing instead.
-    return f"{safe[: MAX_NAME_CHARS - DIGEST_CHARS - 1].rstrip('_')}-{digest}"
+    # Without a `__` a digest name never splits back into a (wrong) pair: it is found in the listing instead.
+    readable = re.sub("_{2,}", "_", safe)[: MAX_NAME_CHARS - DIGEST_CHARS - 1].rstrip("_")
+    return f"{readable}-{digest}"
 
 
 def split_name(name: str) -> tuple[str, str] | None:
