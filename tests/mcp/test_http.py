@@ -74,7 +74,8 @@ def test_a_user_sees_only_what_their_key_may(gateway: Gateway) -> None:
             found = flows.ok(await bob.call_tool("memory_search", {"query": "locker code"}))
             assert found["memories"] == []
             # Naming another team's resource or memory gets nothing: the gateway checks bob's key, not the name.
-            flows.error(await bob.call_tool(f"{gateway.wiki_id}__search", {"query": "laptop"}))
+            refused = flows.error(await bob.call_tool(f"{gateway.wiki_id}__search", {"query": "laptop"}))
+            assert "knowledge resource not found" in refused and "credentials" not in refused
             assert "nothing was deleted" in flows.error(await bob.call_tool("memory_forget", {"ids": [secret["id"]]}))
         async with client(gateway, gateway.alice.key) as alice:
             found = flows.ok(await alice.call_tool("memory_search", {"query": "locker code"}))

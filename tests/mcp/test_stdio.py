@@ -61,3 +61,13 @@ def test_the_gateway_key_without_ids_names_what_is_missing(gateway: Gateway) -> 
             assert flows.ok(await c.call_tool("persona_read", {}))["exists"] is False
 
     anyio.run(main)
+
+
+def test_a_refused_key_is_a_tool_error_about_the_key(gateway: Gateway) -> None:
+    async def main() -> None:
+        async with client(gateway, "sk-mem-not-a-real-key") as c:
+            assert set(await flows.tools(c)) >= flows.MEMORY_TOOLS
+            message = flows.error(await c.call_tool("memory_search", {"query": "anything"}))
+            assert "refused the credentials" in message
+
+    anyio.run(main)

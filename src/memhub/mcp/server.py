@@ -64,7 +64,8 @@ def gateway_message(exc: Exception) -> str:
             "Carry on without it, and say so if it matters."
         )
     if isinstance(exc, TDAMError):
-        if exc.code in (401, 403) or str(exc.code).startswith(("401", "403")):
+        # Only a refused key is the connection's to fix; a 403 is about this call (a tool, a resource, a team).
+        if str(exc.code).startswith("401"):
             return f"memhub refused the credentials of this connection: {exc.message} (fix the key, not the call)"
         return f"memhub refused the call: {exc.message}"
     return str(exc)
