@@ -26,6 +26,8 @@ from tests.conftest import GATEWAY_KEY
 from tests.knowledge.tools_kit import WikiApi, fixture_files
 
 SERVICE = "svc-mcp"
+SCENE_PATH = "release-steps.md"
+SCENE_TEXT = "# Releases\n\nTag, build, then upload from a clean tree."
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
@@ -116,6 +118,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     alice = User(admin["user_id"], admin["user_key"], admin["team_id"], admin["agent_id"])
     gw = Gateway(url, server, thread, http, alice, alice, "")
     gw.bob = _user_of(gw, alice.key, "bob")
+    ids = {"team_id": alice.team_id, "agent_id": alice.agent_id, "user_id": alice.user_id}
+    scene = {"path": SCENE_PATH, "content": SCENE_TEXT, "summary": "how releases are cut"}
+    gw.post("/v3/scenario/create", {**ids, **scene}, alice.key)
     wiki = WikiApi(http, {"authorization": f"Bearer {alice.key}", "x-tdai-service-id": SERVICE}, base=url)
     gw.wiki_id = wiki.make(alice.team_id, "handbook", fixture_files())
     try:

@@ -8,6 +8,8 @@ from typing import Any
 import mcp_types as types
 from mcp.client import Client
 
+from tests.mcp.conftest import SCENE_PATH, SCENE_TEXT
+
 MEMORY_TOOLS = {"memory_search", "memory_remember", "memory_forget", "persona_read", "scene_list", "scene_read"}
 WIKI_TOOLS = {"get_info", "search", "list_pages", "read_page", "list_themes", "get_index"}
 
@@ -61,6 +63,7 @@ async def check_memory_round_trip(client: Client, fact: str, query: str) -> str:
     block = prompt.messages[0].content
     assert isinstance(block, types.TextContent)
     assert "<relevant-memories>" in block.text and fact in block.text
+    assert f"`{SCENE_PATH}`" in block.text  # the scene index follows the memories
     return str(stored["id"])
 
 
@@ -79,13 +82,21 @@ async def check_bad_arguments(client: Client, wiki_id: str) -> None:
 async def check_reads(client: Client, wiki_id: str) -> None:
     """Persona, scenes, a knowledge query, the resources."""
     assert ok(await client.call_tool("persona_read", {}))["exists"] is False
-    assert ok(await client.call_tool("scene_list", {}))["count"] == 0
+    scenes = ok(await client.call_tool("scene_list", {}))
+    assert [e["path"] for e in scenes["entries"]] == [SCENE_PATH]
+    assert SCENE_TEXT in ok(await client.call_tool("scene_read", {"path": SCENE_PATH}))["content"]
     hits = ok(await client.call_tool(f"{wiki_id}__search", {"query": "laptop access"}))
     assert "laptop" in json.dumps(hits).lower()
     uris = {str(r.uri) for r in (await client.list_resources()).resources}
     assert uris == {"memhub://persona", "memhub://scenes"}
     persona = await client.read_resource("memhub://persona")
     assert persona.contents[0].uri == "memhub://persona"
+    index = (await client.read_resource("memhub://scenes")).contents[0]
+    assert isinstance(index, types.TextResourceContents) and index.text == f"- {SCENE_PATH}"
+    scene = (await client.read_resource(f"memhub://scene/{SCENE_PATH}")).contents[0]
+    assert isinstance(scene, types.TextResourceContents) and SCENE_TEXT in scene.text
+    templates = (await client.list_resource_templates()).resource_templates
+    assert [t.uri_template for t in templates] == ["memhub://scene/{path}"]
 
 
 async def check_forget(client: Client, memory_id: str, query: str) -> None:

@@ -15,7 +15,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from tests.conftest import GATEWAY_KEY
 from tests.knowledge.tools_kit import WikiApi, text_file
 from tests.mcp import flows
-from tests.mcp.conftest import SERVICE, Gateway
+from tests.mcp.conftest import SCENE_PATH, SERVICE, Gateway
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -73,6 +73,8 @@ def test_a_user_sees_only_what_their_key_may(gateway: Gateway) -> None:
             assert not any(name.startswith(gateway.wiki_id) for name in listed)
             found = flows.ok(await bob.call_tool("memory_search", {"query": "locker code"}))
             assert found["memories"] == []
+            assert flows.ok(await bob.call_tool("scene_list", {}))["entries"] == []
+            assert "path" in flows.error(await bob.call_tool("scene_read", {"path": SCENE_PATH}))
             # Naming another team's resource or memory gets nothing: the gateway checks bob's key, not the name.
             refused = flows.error(await bob.call_tool(f"{gateway.wiki_id}__search", {"query": "laptop"}))
             assert "knowledge resource not found" in refused and "credentials" not in refused
