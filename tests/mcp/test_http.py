@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import httpx
+import mcp_types as types
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -122,3 +123,25 @@ def test_host_origin_and_key_are_checked_before_any_mcp_work(gateway: Gateway) -
     assert _post(gateway, {**auth, "origin": "https://evil.example"}).status_code == 403
     assert _post(gateway, {**auth, "origin": "http://localhost:3000"}).status_code == 200
     assert gateway.http.get(gateway.url + "/.well-known/oauth-protected-resource").status_code == 404
+
+
+def test_memory_search_finds_past_turns_through_recall(gateway: Gateway) -> None:
+    bob = gateway.bob
+    ids = {"team_id": bob.team_id, "agent_id": bob.agent_id, "user_id": bob.user_id, "session_id": "s-trip"}
+    turns = [
+        {"role": "user", "content": "I am flying to Zanzibar on the ninth."},
+        {"role": "assistant", "content": "Noted: Zanzibar on the ninth."},
+    ]
+    gateway.post("/v3/conversation/add", {**ids, "messages": turns}, bob.key)
+
+    async def main() -> None:
+        async with client(gateway, bob.key) as c:
+            found = flows.ok(await c.call_tool("memory_search", {"query": "Zanzibar flight"}))
+            turns_found = [m for m in found["memories"] if m["layer"] == "l0"]
+            assert turns_found and "Zanzibar" in turns_found[0]["content"]
+            assert {m["role"] for m in turns_found} <= {"user", "assistant"}
+            prompt = await c.get_prompt("recall", {"query": "Zanzibar flight"})
+            block = prompt.messages[0].content
+            assert isinstance(block, types.TextContent) and "[conversation " in block.text
+
+    anyio.run(main)
