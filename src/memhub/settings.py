@@ -54,6 +54,14 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias=_names("MEMHUB_CORS_ORIGINS", "TDAI_CORS_ORIGINS")
     )
     log_level: str = Field("info", validation_alias=_names("MEMHUB_LOG_LEVEL"))
+    # `/mcp`: the Host and Origin headers it accepts (comma lists; `host:*` any port, `*` anything). Empty: loopback
+    # only, so a web page cannot reach a local gateway's MCP endpoint through DNS rebinding.
+    mcp_allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias=_names("MEMHUB_MCP_ALLOWED_HOSTS")
+    )
+    mcp_allowed_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias=_names("MEMHUB_MCP_ALLOWED_ORIGINS")
+    )
 
     # Management plane. `user_key` makes every data-plane request carry a user key; `gateway` (the
     # original's behaviour) lets the gateway key act as the service administrator.
@@ -246,6 +254,8 @@ class Settings(BaseSettings):
 
     @field_validator(
         "cors_origins",
+        "mcp_allowed_hosts",
+        "mcp_allowed_origins",
         "wiki_source_roots",
         "code_source_roots",
         "knowledge_url_allowlist",

@@ -229,6 +229,28 @@ SHAPES: list[tuple[str, tuple[Any, ...], dict[str, Any], str, dict[str, Any]]] =
         {**BOUND, "session_id": "s-bound", "content": "a fact", "type": "episodic", "metadata": {"k": 1}},
     ),
     (
+        "add_atomic",
+        ("likes tea", "persona"),
+        {},
+        "/v3/atomic/add",
+        {**BOUND, "session_id": "s-bound", "content": "likes tea", "type": "persona"},
+    ),
+    (
+        "add_atomic",
+        ("ship on fridays", "instruction"),
+        {"priority": 80, "background": "release", "metadata": {"source": "mcp"}, "session_id": "s-2"},
+        "/v3/atomic/add",
+        {
+            **BOUND,
+            "session_id": "s-2",
+            "content": "ship on fridays",
+            "type": "instruction",
+            "priority": 80,
+            "background": "release",
+            "metadata": {"source": "mcp"},
+        },
+    ),
+    (
         "create_memories",
         ([{"content": "a fact"}],),
         {},

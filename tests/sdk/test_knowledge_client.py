@@ -59,12 +59,14 @@ def test_requests_and_headers(kind: type[Client]) -> None:
     assert invoke(client.tools_list("wiki-abcdefgh", language="zh")) == {"ok": True}
     assert invoke(client.tools_call("wiki-abcdefgh", "search", {"query": "q"})) == {"ok": True}
     assert invoke(client.tools_call("wiki-abcdefgh", "list_pages")) == {"ok": True}
+    assert invoke(client.tools_block("t-1", agent_id="agt-1")) == {"ok": True}
     sent = [(r.url.path, json.loads(r.content)) for r in wire.requests]
     assert sent == [
         ("/v3/tools/list", {"knowledge_id": "wiki-abcdefgh"}),
         ("/v3/tools/list", {"knowledge_id": "wiki-abcdefgh", "language": "zh"}),
         ("/v3/tools/call", {"knowledge_id": "wiki-abcdefgh", "tool_name": "search", "params": {"query": "q"}}),
         ("/v3/tools/call", {"knowledge_id": "wiki-abcdefgh", "tool_name": "list_pages", "params": {}}),
+        ("/v3/knowledge/tools-block", {"team_id": "t-1", "agent_id": "agt-1"}),
     ]
     headers = wire.requests[-1].headers
     assert headers["authorization"] == "Bearer sk-gw" and headers["x-tdai-service-id"] == "svc-1"
@@ -93,7 +95,7 @@ def test_guards(kind: type[Client]) -> None:
 
 
 def test_async_client_mirrors_the_sync_one() -> None:
-    for name in ("tools_list", "tools_call"):
+    for name in ("tools_list", "tools_call", "tools_block"):
         sync, async_ = getattr(KnowledgeClient, name), getattr(AsyncKnowledgeClient, name)
         assert inspect.signature(sync).parameters == inspect.signature(async_).parameters
         assert inspect.iscoroutinefunction(async_) and not inspect.iscoroutinefunction(sync)

@@ -87,6 +87,18 @@ def _init_admin(settings: Settings, store: MemoryStore, service_id: str, usernam
     )
 
 
+def _mount_mcp(api: Any, settings: Settings) -> None:
+    """`/mcp` on the gateway when the `mcp` package is installed (an extra), else a line saying how to get it."""
+    try:
+        from memhub.mcp.http import mount
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "httpx2"):
+            raise
+        log.info("MCP endpoint /mcp is off: install it with pip install 'memhub[mcp]'")
+        return
+    mount(api, allowed_hosts=settings.mcp_allowed_hosts, allowed_origins=settings.mcp_allowed_origins)
+
+
 @app.command()
 def init(
     data_dir: Annotated[Path | None, typer.Option(help="Data directory [env MEMHUB_DATA_DIR]")] = None,
@@ -176,6 +188,7 @@ def serve(
             raise typer.Exit(2) from exc
         embedding.warm_up()
     api = create_app(build_hub(settings, store, embedding=embedding), key)  # closes the hub on shutdown
+    _mount_mcp(api, settings)
     uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False)
 
 

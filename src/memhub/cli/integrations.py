@@ -55,6 +55,35 @@ def connection(
     )
 
 
+# -- memhub mcp ------------------------------------------------------------------------------------------------------
+@mcp_app.callback()
+def mcp_main(
+    ctx: typer.Context,
+    url: Url = None,
+    key: Key = None,
+    user_key: UserKey = None,
+    service_id: ServiceId = None,
+    team_id: TeamId = None,
+    agent_id: AgentId = None,
+    user_id: UserId = None,
+    log_level: Annotated[
+        str, typer.Option("--log-level", envvar="MEMHUB_LOG_LEVEL", help="Log level of the server's stderr log")
+    ] = "warning",
+) -> None:
+    """Run the MCP server on stdio for a host (Claude Code, Cursor, VS Code …); logs go to stderr.
+
+    It starts even when the gateway is down: each tool call reaches the gateway, and says so when it cannot.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    try:
+        from memhub.mcp.stdio import run
+    except ImportError as exc:  # the `mcp` package is an extra
+        typer.echo(f"error: the MCP server needs the mcp package: pip install 'memhub[mcp]' ({exc})", err=True)
+        raise typer.Exit(2) from exc
+    run(connection(url, key, user_key, service_id, team_id, agent_id, user_id), log_level=log_level)
+
+
 # -- hooks and host configs (memhub.hooks) -------------------------------------------------------------------------
 
 UserScope = Annotated[

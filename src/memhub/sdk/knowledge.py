@@ -67,6 +67,19 @@ class _KnowledgeCalls(Generic[ResultT]):
         body = {"knowledge_id": knowledge_id, "tool_name": tool_name, "params": dict(params or {})}
         return self._send(Request("/v3/tools/call", body))
 
+    def tools_block(
+        self,
+        team_id: str,
+        *,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        language: Literal["en", "zh"] | None = None,
+    ) -> ResultT:
+        """`POST /v3/knowledge/tools-block` (memhub): the `<knowledge_tools>` block and the ids of the resources
+        offered to this team (or agent) for this user: `{text, resources: [knowledge_id…], cache_key, chars}`."""
+        body = strip_none({"team_id": team_id, "agent_id": agent_id, "user_id": user_id, "language": language})
+        return self._send(Request("/v3/knowledge/tools-block", body))
+
 
 class KnowledgeClient(SyncClient, _KnowledgeCalls[JsonObject]):
     """The synchronous knowledge-tools client."""

@@ -224,15 +224,15 @@ class _MemoryCalls(Generic[ResultT]):
     def add_atomic(
         self,
         content: str,
+        type: AtomicMemoryType,
         *,
-        type: str,
         priority: int | None = None,
         background: str | None = None,
         source_message_ids: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         session_id: str | None = None,
     ) -> ResultT:
-        """`POST /v3/atomic/add` (memhub extension): write one L1 memory directly; returns the stored memory."""
+        """`POST /v3/atomic/add` (memhub extension): write one L1 memory as given, without distillation."""
         return self._session_call(
             "/v3/atomic/add",
             session_id,
