@@ -101,7 +101,7 @@ def _mount_mcp(api: Any, settings: Settings) -> None:
 
 @app.command()
 def init(
-    data_dir: Annotated[Path | None, typer.Option(help="Data directory [env MEMHUB_DATA_DIR]")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Data directory (env MEMHUB_DATA_DIR)")] = None,
     rotate_key: Annotated[bool, typer.Option(help="Replace the gateway key with a new one")] = False,
     service_id: Annotated[
         str, typer.Option(help="Service id (tenant) whose first system admin is created")
@@ -130,16 +130,16 @@ def init(
 
 @app.command()
 def serve(
-    host: Annotated[str | None, typer.Option(help="Bind address [env MEMHUB_HOST / TDAI_GATEWAY_HOST]")] = None,
-    port: Annotated[int | None, typer.Option(help="Port [env MEMHUB_PORT / TDAI_GATEWAY_PORT]")] = None,
-    data_dir: Annotated[Path | None, typer.Option(help="Data directory [env MEMHUB_DATA_DIR / TDAI_DATA_DIR]")] = None,
+    host: Annotated[str | None, typer.Option(help="Bind address (env MEMHUB_HOST / TDAI_GATEWAY_HOST)")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (env MEMHUB_PORT / TDAI_GATEWAY_PORT)")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Data directory (env MEMHUB_DATA_DIR / TDAI_DATA_DIR)")] = None,
     insecure_no_auth: Annotated[
         bool, typer.Option("--insecure-no-auth", help="Run without the gateway key (any Bearer is accepted)")
     ] = False,
     knowledge_only: Annotated[
         bool,
         typer.Option(
-            "--knowledge-only", help="Serve only the knowledge service (wiki, tools) on its own port [default 8421]"
+            "--knowledge-only", help="Serve only the knowledge service (wiki, tools) on its own port (default 8421)"
         ),
     ] = False,
 ) -> None:
@@ -194,9 +194,9 @@ def serve(
 
 @app.command()
 def proxy(
-    host: Annotated[str | None, typer.Option(help="Bind address [env MEMHUB_HOST]")] = None,
-    port: Annotated[int | None, typer.Option(help="Port [env MEMHUB_PROXY_PORT, default 8096]")] = None,
-    data_dir: Annotated[Path | None, typer.Option(help="Data directory [env MEMHUB_DATA_DIR]")] = None,
+    host: Annotated[str | None, typer.Option(help="Bind address (env MEMHUB_HOST)")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (env MEMHUB_PROXY_PORT, default 8096)")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Data directory (env MEMHUB_DATA_DIR)")] = None,
 ) -> None:
     """Run the memory proxy alone: agents set their LLM base URL to `http://host:port/proxy/<service id>/v1`.
 
@@ -226,7 +226,7 @@ def proxy(
 
 @app.command()
 def reembed(
-    data_dir: Annotated[Path | None, typer.Option(help="Data directory [env MEMHUB_DATA_DIR]")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Data directory (env MEMHUB_DATA_DIR)")] = None,
     force: Annotated[bool, typer.Option(help="Rebuild even if the vectors match the configured model")] = False,
 ) -> None:
     """Rebuild every vector with the configured embedding model (run it with the gateway stopped).

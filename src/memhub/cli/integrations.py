@@ -23,15 +23,15 @@ mcp_app = typer.Typer(
 )
 hooks_app = typer.Typer(help="Claude Code hooks: recall into each prompt, capture each turn.", no_args_is_help=True)
 
-Url = Annotated[str | None, typer.Option("--url", help="Gateway URL [env MEMHUB_URL, default http://127.0.0.1:8420]")]
-Key = Annotated[str | None, typer.Option("--key", help="Gateway key or user key [env MEMHUB_API_KEY]")]
+Url = Annotated[str | None, typer.Option("--url", help="Gateway URL (env MEMHUB_URL, default http://127.0.0.1:8420)")]
+Key = Annotated[str | None, typer.Option("--key", help="Gateway key or user key (env MEMHUB_API_KEY)")]
 UserKey = Annotated[
-    str | None, typer.Option("--user-key", help="User key, when --key is the gateway key [env MEMHUB_USER_KEY]")
+    str | None, typer.Option("--user-key", help="User key, when --key is the gateway key (env MEMHUB_USER_KEY)")
 ]
-ServiceId = Annotated[str | None, typer.Option("--service-id", help="Tenant (service id) [env MEMHUB_SERVICE_ID]")]
-TeamId = Annotated[str | None, typer.Option("--team-id", help="Team [env MEMHUB_TEAM_ID]")]
-AgentId = Annotated[str | None, typer.Option("--agent-id", help="Agent [env MEMHUB_AGENT_ID]")]
-UserId = Annotated[str | None, typer.Option("--user-id", help="User [env MEMHUB_USER_ID]")]
+ServiceId = Annotated[str | None, typer.Option("--service-id", help="Tenant (service id) (env MEMHUB_SERVICE_ID)")]
+TeamId = Annotated[str | None, typer.Option("--team-id", help="Team (env MEMHUB_TEAM_ID)")]
+AgentId = Annotated[str | None, typer.Option("--agent-id", help="Agent (env MEMHUB_AGENT_ID)")]
+UserId = Annotated[str | None, typer.Option("--user-id", help="User (env MEMHUB_USER_ID)")]
 
 
 def connection(
@@ -94,11 +94,11 @@ UserScope = Annotated[
     ),
 ]
 ProjectDir = Annotated[
-    Path | None, typer.Option("--project-dir", help="The project's root [default: $CLAUDE_PROJECT_DIR or the cwd]")
+    Path | None, typer.Option("--project-dir", help="The project's root (default: $CLAUDE_PROJECT_DIR or the cwd)")
 ]
 Command = Annotated[
     str | None,
-    typer.Option("--command", help="How the host starts memhub [default: `memhub` if on PATH, else this install's]"),
+    typer.Option("--command", help="How the host starts memhub (default: `memhub` if on PATH, else this install's)"),
 ]
 HookEvent = Annotated[str, typer.Argument(help="session-start | user-prompt-submit | stop | pre-compact")]
 Deadline = Annotated[
