@@ -51,6 +51,8 @@ def running_server(data_dir: Path, python: str, env_extra: Mapping[str, str] | N
         proc = subprocess.Popen(
             [python, "-m", "memhub.cli", "serve", "--host", HOST, "--port", str(port), "--data-dir", str(data_dir)],
             env=env,
+            # From the repository's root: started from bench/, `-m` would find bench/mcp.py before the mcp package.
+            cwd=Path(__file__).resolve().parents[1],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -55,7 +55,8 @@ class Settings(BaseSettings):
     )
     log_level: str = Field("info", validation_alias=_names("MEMHUB_LOG_LEVEL"))
     # `/mcp`: the Host and Origin headers it accepts (comma lists; `host:*` any port, `*` anything). Empty: loopback
-    # only, so a web page cannot reach a local gateway's MCP endpoint through DNS rebinding.
+    # (and, for hosts, those of the configured public URLs) only, so a web page cannot reach a local gateway's MCP
+    # endpoint through DNS rebinding.
     mcp_allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list, validation_alias=_names("MEMHUB_MCP_ALLOWED_HOSTS")
     )

@@ -45,3 +45,17 @@ def test_memhub_serve_answers_mcp_with_the_configured_hosts(launcher: Launcher, 
             assert "The admin deploys on Fridays" in json.loads(block.text)["memories"][0]["content"]
 
     anyio.run(main)
+
+
+def test_the_public_urls_host_is_allowed_without_a_list(launcher: Launcher, data_dir: Path) -> None:
+    env = {"MEMHUB_PROXY_PUBLIC_URL": "https://hub.example.test/"}
+    server = launcher.serve(data_dir, env=env)
+    with server.api() as api:
+        headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+        # The declared public host passes the Host check (and then needs a key); an undeclared one is 421, saying
+        # which setting lets it in.
+        assert (
+            api.http.post("/mcp", json=INITIALIZE, headers={**headers, "host": "hub.example.test"}).status_code == 401
+        )
+        refused = api.http.post("/mcp", json=INITIALIZE, headers={**headers, "host": "other.example.test"})
+        assert refused.status_code == 421 and "MEMHUB_MCP_ALLOWED_HOSTS" in refused.text

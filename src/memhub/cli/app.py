@@ -96,7 +96,12 @@ def _mount_mcp(api: Any, settings: Settings) -> None:
             raise
         log.info("MCP endpoint /mcp is off: install it with pip install 'memhub[mcp]'")
         return
-    mount(api, allowed_hosts=settings.mcp_allowed_hosts, allowed_origins=settings.mcp_allowed_origins)
+    mount(
+        api,
+        allowed_hosts=settings.mcp_allowed_hosts,
+        allowed_origins=settings.mcp_allowed_origins,
+        public_urls=(settings.knowledge_public_url, settings.proxy_public_url),
+    )
 
 
 @app.command()

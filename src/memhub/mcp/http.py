@@ -138,11 +138,13 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         if not _matches(request.headers.get("host", ""), self.hosts):
-            await PlainTextResponse("Invalid Host header", status_code=421)(scope, receive, send)
+            refusal = "Invalid Host header: add it to MEMHUB_MCP_ALLOWED_HOSTS"
+            await PlainTextResponse(refusal, status_code=421)(scope, receive, send)
             return
         origin = request.headers.get("origin")
         if origin and not _matches(origin, self.origins):
-            await PlainTextResponse("Invalid Origin header", status_code=403)(scope, receive, send)
+            refusal = "Invalid Origin header: add it to MEMHUB_MCP_ALLOWED_ORIGINS"
+            await PlainTextResponse(refusal, status_code=403)(scope, receive, send)
             return
         try:
             await self.auth.data_caller(request, request_id_of(request))
@@ -155,14 +157,32 @@ class McpEndpoint:
         await self.manager.handle_request(scope, receive, send)
 
 
-def mount(app: FastAPI, *, allowed_hosts: Sequence[str] = (), allowed_origins: Sequence[str] = ()) -> None:
+def default_hosts(public_urls: Sequence[str | None]) -> tuple[str, ...]:
+    """Loopback, and the host of each public URL the operator configured (an address they said clients use)."""
+    declared = []
+    for url in public_urls:
+        if url:
+            parsed = httpx.URL(url)
+            declared += [parsed.host, f"{parsed.host}:*"] if parsed.host else []
+    return (*DEFAULT_HOSTS, *declared)
+
+
+def mount(
+    app: FastAPI,
+    *,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
+    public_urls: Sequence[str | None] = (),
+) -> None:
     """Serve `/mcp` on `app`, the session manager running inside the app's lifespan.
 
-    Empty allow-lists mean loopback only; `*` allows any (behind a proxy that checks them itself).
+    Empty allow-lists mean loopback only (and, for hosts, those of `public_urls`); `*` allows any (behind a proxy
+    that checks them itself).
     """
     server = MemhubMCP(RequestBackend(app)).server()
     manager = StreamableHTTPSessionManager(server, stateless=True, json_response=True)
-    endpoint = McpEndpoint(app.state.auth, manager, allowed_hosts or DEFAULT_HOSTS, allowed_origins or DEFAULT_ORIGINS)
+    hosts = allowed_hosts or default_hosts(public_urls)
+    endpoint = McpEndpoint(app.state.auth, manager, hosts, allowed_origins or DEFAULT_ORIGINS)
     inner = app.router.lifespan_context
 
     @asynccontextmanager

@@ -6,7 +6,7 @@ A real `memhub serve` (BM25 search, no pipeline) holds a user with a persona and
 paths take turns call by call, so load that drifts during the run hits all of them alike; the added latency is each
 MCP path's percentile minus the SDK's.
 
-    python bench/mcp_latency.py [--calls 300] [--out bench/results/mcp.json]
+    python bench/mcp.py [--calls 300] [--out bench/results/mcp.json]
 """
 
 from __future__ import annotations
