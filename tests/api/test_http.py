@@ -221,6 +221,7 @@ def test_cors_preflight_for_an_allowed_origin(cors: Gateway) -> None:
     assert "POST" in response.headers["access-control-allow-methods"]
     allowed = {h.strip() for h in response.headers["access-control-allow-headers"].split(",")}
     assert {"authorization", "content-type", "content-encoding", "x-tdai-service-id", "x-tdai-team-id"} <= allowed
+    assert {"mcp-protocol-version", "mcp-session-id"} <= allowed  # what an MCP client in a browser sends to /mcp
     assert "Origin" in response.headers["vary"]
 
 

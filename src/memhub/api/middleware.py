@@ -19,6 +19,8 @@ ALLOWED_HEADERS = ", ".join(
         "authorization", "content-type", "content-encoding", "idempotency-key", "x-request-id",
         "x-tdai-service-id", "x-tdai-user-key", "x-tdai-team-id", "x-tdai-agent-id", "x-tdai-user-id",
         "x-tdai-session-id", "x-tdai-task-id",
+        # A browser-based MCP client of `/mcp` sends these (streamable HTTP).
+        "mcp-protocol-version", "mcp-session-id", "last-event-id",
     ]
 )  # fmt: skip
 
@@ -37,7 +39,7 @@ class CorsPolicy:
         """Add the response headers an allowed origin needs (nothing for others)."""
         if self.allows(origin):
             headers["access-control-allow-origin"] = "*" if self.any_origin else str(origin)
-            headers["access-control-expose-headers"] = "x-request-id"
+            headers["access-control-expose-headers"] = "x-request-id, mcp-session-id"
             headers.add_vary_header("Origin")
 
 

@@ -32,7 +32,7 @@ from memhub.mcp.backend import Backend, Clients
 from memhub.mcp.catalogue import KnowledgeTool, resource_tools, split_name
 from memhub.mcp.memory_tools import MEMORY_TOOLS, ToolFailure, argument_errors, failure, result
 from memhub.sdk._errors import ParamError, TDAMError, TransportError
-from memhub.sdk.agent.prompt import format_memories, format_system, scene_paths, tools_guide
+from memhub.sdk.agent.prompt import format_memories, format_system, scene_paths
 
 log = logging.getLogger("memhub.mcp")
 
@@ -267,15 +267,14 @@ def recall_block(answer: Mapping[str, Any]) -> str:
     )
     persona = answer.get("persona")
     scenes = scene_paths(answer.get("scenes") or [], PROMPT_MAX_SCENES)
-    # The kit's system block ends with its guide to the plugin's own tool names (tdai_*), which this server does
-    # not have: the block is used without it.
+    # Without the kit's guide to the plugin's own tool names (tdai_*), which this server does not have.
     system = format_system(
         persona if isinstance(persona, str) else None,
         scenes,
         language="en",
         max_persona_chars=PROMPT_MAX_PERSONA_CHARS,
+        tools=False,
     )
-    system = system.removesuffix(tools_guide("en")).strip()
     parts = [p for p in (memories, system) if p]
     return "\n\n".join(parts) if parts else "memhub has nothing on this query."
 
