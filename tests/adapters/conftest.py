@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import itertools
 import socket
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import uvicorn
 
 from memhub.sdk.connection import Connection
 from tests.conftest import GATEWAY_KEY, SERVICE, Gateway, build_gateway
+from tests.served import Served as HttpServer
+from tests.served import serve
 
 _scopes = itertools.count()
 
@@ -24,13 +24,11 @@ class Served:
     """A gateway reachable at `url`; `connection(...)` gives a test its own team, agent and user on it."""
 
     gateway: Gateway
-    server: uvicorn.Server
-    thread: threading.Thread
-    port: int
+    http: HttpServer
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return self.http.url
 
     def connection(self) -> Connection:
         n = next(_scopes)
@@ -44,28 +42,15 @@ class Served:
         )
 
     def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
+        self.http.stop()
         self.gateway.close()
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """One gateway per module (the pipeline worker off: these tests read what they wrote, not what it distils).
-
-    The socket is bound and listening before the server thread starts, so a client may connect at once (the
-    kernel queues it) and nothing waits for uvicorn to come up.
-    """
+    """One gateway per module (the pipeline worker off: these tests read what they wrote, not what it distils)."""
     gateway = build_gateway(Path(tmp_path_factory.mktemp("adapters")) / "data")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    config = uvicorn.Config(gateway.client.app, log_level="warning", lifespan="off", timeout_graceful_shutdown=5)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="adapters-gateway")
-    thread.start()
-    served = Served(gateway, server, thread, sock.getsockname()[1])
+    served = Served(gateway, serve(gateway.client.app, name="adapters-gateway"))
     try:
         yield served
     finally:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import GATEWAY_KEY, SERVICE, Gateway, build_gateway
-from tests.proxy.conftest import Served, serve
+from tests.served import Served, serve
 
 SCOPE = {"team_id": "team-h", "agent_id": "agent-h", "user_id": "user-h"}
 CLI_TIMEOUT = 120.0  # a failure bound only: a healthy hook takes well under a second

@@ -5,7 +5,6 @@ wiki) and `bob` (his own team and agent, nothing of alice's). Everything goes ov
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import threading
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from memhub.runtime import build_hub, open_store
 from memhub.settings import Settings
 from tests.conftest import GATEWAY_KEY
 from tests.knowledge.tools_kit import WikiApi, fixture_files
+from tests.served import serve
 
 SERVICE = "svc-mcp"
 SCENE_PATH = "release-steps.md"
@@ -71,20 +71,6 @@ class Gateway:
         return ["-m", "memhub.cli", "mcp", "--url", url or self.url, "--key", key, "--service-id", SERVICE]
 
 
-def _serve(app: Any) -> tuple[uvicorn.Server, threading.Thread, int]:
-    """uvicorn in a thread on a pre-bound socket (clients may connect before it is up), lifespan on: the MCP
-    session manager runs inside the app's lifespan, as under `memhub serve`."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="mcp-uvicorn")
-    thread.start()
-    return server, thread, sock.getsockname()[1]
-
-
 def _user_of(gw: Gateway, admin_key: str, username: str) -> User:
     """A normal user with a team and an agent of their own (so their key implies all three ids)."""
     created = gw.post("/v3/meta/user/create", {"username": username}, admin_key)
@@ -107,7 +93,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     key = ensure_gateway_key(store, settings.gateway_api_key).key
     app = create_app(build_hub(settings, store), key, run_pipeline=False)
     mount(app)
-    server, thread, port = _serve(app)
+    # Lifespan on: the MCP session manager runs inside the app's lifespan, as under `memhub serve`.
+    served = serve(app, lifespan="on", name="mcp-uvicorn")
+    server, thread, port = served.server, served.thread, served.port
     http = httpx.Client(timeout=120)
     url = f"http://127.0.0.1:{port}"
     admin = http.post(

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -12,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from memhub.api import create_app
 from memhub.gateway_key import ensure_gateway_key
@@ -25,41 +23,11 @@ from memhub.runtime import Hub, build_hub, open_store, upstream_config
 from memhub.settings import Settings
 from tests.conftest import GATEWAY_KEY
 from tests.proxy.fake_upstream import FakeUpstream
+from tests.served import Served, serve
 
 SPACE = "svc-proxy"
 PROVIDER_KEY_OPENAI = "sk-provider-openai-configured"
 PROVIDER_KEY_ANTHROPIC = "sk-ant-provider-configured"
-
-
-@dataclass
-class Served:
-    """A uvicorn server in a thread over a pre-bound socket: clients may connect before it has started (the
-    kernel queues them), so nothing waits for it to come up."""
-
-    server: uvicorn.Server
-    thread: threading.Thread
-    port: int
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
-
-
-def serve(app: Any) -> Served:
-    """Serve `app` on 127.0.0.1 (a free port)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=5)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="proxy-uvicorn")
-    thread.start()
-    return Served(server, thread, sock.getsockname()[1])
 
 
 # The simplest real implementations of the ports, for the transport tests (the memory parts have their own).
