@@ -28,6 +28,12 @@ from tests.served import serve
 SERVICE = "svc-mcp"
 SCENE_PATH = "release-steps.md"
 SCENE_TEXT = "# Releases\n\nTag, build, then upload from a clean tree."
+SKILL_NAME = "rotate-relay-certs"
+SKILL_MD = (
+    "---\nname: rotate-relay-certs\ndescription: Rotate the relay's TLS certificates before they expire\n---\n"
+    "# Steps\n1. Run scripts/rotate.sh on the relay host.\n2. Check the expiry date.\n"
+)
+SKILL_SCRIPT = "#!/bin/sh\nrelayctl certs rotate --all\n"
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
@@ -50,6 +56,7 @@ class Gateway:
     alice: User
     bob: User
     wiki_id: str
+    skill_id: str = ""
 
     def post(self, path: str, body: dict[str, Any], key: str) -> Any:
         """A data-plane or management-plane POST as the user holding `key`; returns `data`."""
@@ -111,6 +118,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     gw.post("/v3/scenario/create", {**ids, **scene}, alice.key)
     wiki = WikiApi(http, {"authorization": f"Bearer {alice.key}", "x-tdai-service-id": SERVICE}, base=url)
     gw.wiki_id = wiki.make(alice.team_id, "handbook", fixture_files())
+    script = {"path": "scripts/rotate.sh", "content": SKILL_SCRIPT, "encoding": "utf-8", "is_executable": True}
+    skill = {**ids, "name": SKILL_NAME, "content": SKILL_MD, "resources": [script]}
+    gw.skill_id = gw.post("/v3/skill/create", skill, alice.key)["skill_id"]
     try:
         yield gw
     finally:

@@ -8,9 +8,10 @@ from typing import Any
 import mcp_types as types
 from mcp.client import Client
 
-from tests.mcp.conftest import SCENE_PATH, SCENE_TEXT
+from tests.mcp.conftest import SCENE_PATH, SCENE_TEXT, SKILL_MD, SKILL_NAME, SKILL_SCRIPT
 
 MEMORY_TOOLS = {"memory_search", "memory_remember", "memory_forget", "persona_read", "scene_list", "scene_read"}
+SKILL_TOOLS = {"skill_search", "skill_view", "skill_read_file"}
 WIKI_TOOLS = {"get_info", "search", "list_pages", "read_page", "list_themes", "get_index"}
 
 
@@ -40,7 +41,8 @@ async def tools(client: Client) -> dict[str, types.Tool]:
 async def check_listing(client: Client, wiki_id: str) -> None:
     """The memory tools with their annotations, and the wiki's tools under stable names, read-only."""
     listed = await tools(client)
-    assert set(listed) >= MEMORY_TOOLS
+    assert set(listed) >= MEMORY_TOOLS | SKILL_TOOLS
+    assert all((listed[name].annotations or types.ToolAnnotations()).read_only_hint is True for name in SKILL_TOOLS)
     assert listed["memory_forget"].annotations is not None
     assert listed["memory_forget"].annotations.destructive_hint is True
     assert listed["memory_search"].annotations and listed["memory_search"].annotations.read_only_hint is True
@@ -105,3 +107,21 @@ async def check_forget(client: Client, memory_id: str, query: str) -> None:
     assert "nothing was deleted" in error(await client.call_tool("memory_forget", {"ids": [memory_id]}))
     found = ok(await client.call_tool("memory_search", {"query": query}))
     assert memory_id not in [m["id"] for m in found["memories"]]
+
+
+async def check_skills(client: Client, skill_id: str) -> None:
+    """Find the team's procedure for a task, read its SKILL.md and one of its files; bad arguments are tool errors."""
+    found = ok(await client.call_tool("skill_search", {"query": "rotate relay certificates", "limit": 3}))
+    assert [s["skill_id"] for s in found["skills"]][:1] == [skill_id], found
+    assert found["skills"][0]["name"] == SKILL_NAME
+    view = ok(await client.call_tool("skill_view", {"skill_id": skill_id}))
+    assert view["content"] == SKILL_MD
+    assert [f["path"] for f in view["manifest"]] == ["scripts/rotate.sh"]
+    read = ok(await client.call_tool("skill_read_file", {"skill_id": skill_id, "path": "scripts/rotate.sh"}))
+    assert read["content"] == SKILL_SCRIPT
+    assert "limit" in error(await client.call_tool("skill_search", {"query": "x", "limit": 0}))
+    assert "encoding" in error(
+        await client.call_tool("skill_read_file", {"skill_id": skill_id, "path": "a", "encoding": "latin-1"})
+    )
+    missing = error(await client.call_tool("skill_read_file", {"skill_id": skill_id, "path": "scripts/none.sh"}))
+    assert "refused" in missing or "path" in missing

@@ -39,6 +39,7 @@ def test_a_host_uses_memory_and_knowledge_over_http(gateway: Gateway) -> None:
             memory_id = await flows.check_memory_round_trip(c, "Alice cycles to work on Tuesdays", "cycles Tuesdays")
             await flows.check_bad_arguments(c, gateway.wiki_id)
             await flows.check_reads(c, gateway.wiki_id)
+            await flows.check_skills(c, gateway.skill_id)
             await flows.check_forget(c, memory_id, "cycles Tuesdays")
 
     anyio.run(main)
@@ -80,6 +81,12 @@ def test_a_user_sees_only_what_their_key_may(gateway: Gateway) -> None:
             refused = flows.error(await bob.call_tool(f"{gateway.wiki_id}__search", {"query": "laptop"}))
             assert "knowledge resource not found" in refused and "credentials" not in refused
             assert "nothing was deleted" in flows.error(await bob.call_tool("memory_forget", {"ids": [secret["id"]]}))
+            # Alice's skill belongs to her agent in her team: bob's search does not find it, nor may he read it.
+            skills = flows.ok(
+                await bob.call_tool("skill_search", {"query": "rotate relay certificates", "scope": "team"})
+            )
+            assert gateway.skill_id not in [s["skill_id"] for s in skills["skills"]]
+            assert "refused" in flows.error(await bob.call_tool("skill_view", {"skill_id": gateway.skill_id}))
         async with client(gateway, gateway.alice.key) as alice:
             found = flows.ok(await alice.call_tool("memory_search", {"query": "locker code"}))
             assert [m["id"] for m in found["memories"]] == [secret["id"]]

@@ -31,6 +31,7 @@ def test_a_host_uses_memory_and_knowledge_over_stdio(gateway: Gateway) -> None:
             memory_id = await flows.check_memory_round_trip(c, "Alice brews oolong every morning", "oolong morning")
             await flows.check_bad_arguments(c, gateway.wiki_id)
             await flows.check_reads(c, gateway.wiki_id)
+            await flows.check_skills(c, gateway.skill_id)
             await flows.check_forget(c, memory_id, "oolong morning")
 
     anyio.run(main)

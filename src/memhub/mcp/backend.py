@@ -21,6 +21,7 @@ from memhub.sdk._errors import ParamError
 from memhub.sdk.connection import ENVIRONMENT, Connection
 from memhub.sdk.knowledge import AsyncKnowledgeClient
 from memhub.sdk.memory import AsyncMemoryClient
+from memhub.sdk.skills import AsyncSkillClient
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,7 @@ class Clients:
     connection: Connection
     memory: AsyncMemoryClient
     knowledge: AsyncKnowledgeClient | None  # None without a user key: knowledge access is checked per user
+    skills: AsyncSkillClient
 
 
 class Backend(Protocol):
@@ -46,12 +48,16 @@ def open_clients(
     if missing:
         raise ParamError(describe_missing(missing))
     return Clients(
-        connection, connection.memory_client(transport=transport), connection.knowledge_client(transport=transport)
+        connection,
+        connection.memory_client(transport=transport),
+        connection.knowledge_client(transport=transport),
+        connection.skill_client(transport=transport),
     )
 
 
 async def close_clients(clients: Clients) -> None:
     await clients.memory.close()
+    await clients.skills.close()
     if clients.knowledge is not None:
         await clients.knowledge.close()
 

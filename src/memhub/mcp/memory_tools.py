@@ -100,7 +100,7 @@ Handler = Callable[[Clients, Any], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True, slots=True)
-class MemoryTool:
+class FixedTool:
     tool: types.Tool
     args: type[Args]
     run: Handler
@@ -163,7 +163,10 @@ async def _scene_read(clients: Clients, args: SceneReadArgs) -> dict[str, Any]:
     return {"path": args.path, "content": answer["content"]}
 
 
-def _tool(name: str, description: str, model: type[Args], *, read_only: bool, destructive: bool = False) -> types.Tool:
+def tool_definition(
+    name: str, description: str, model: type[Args], *, read_only: bool, destructive: bool = False
+) -> types.Tool:
+    """An MCP tool whose input schema is the arguments model's; annotated read-only or (maybe) destructive."""
     return types.Tool(
         name=name,
         description=description,
@@ -177,11 +180,11 @@ def _tool(name: str, description: str, model: type[Args], *, read_only: bool, de
     )
 
 
-MEMORY_TOOLS: dict[str, MemoryTool] = {
+MEMORY_TOOLS: dict[str, FixedTool] = {
     t.tool.name: t
     for t in (
-        MemoryTool(
-            _tool(
+        FixedTool(
+            tool_definition(
                 "memory_search",
                 "Search this user's memory: distilled memories (L1) and past conversation turns (L0), best first. "
                 "Use it before answering anything that may depend on what the user said or decided before.",
@@ -191,8 +194,8 @@ MEMORY_TOOLS: dict[str, MemoryTool] = {
             SearchArgs,
             _search,
         ),
-        MemoryTool(
-            _tool(
+        FixedTool(
+            tool_definition(
                 "memory_remember",
                 "Store one explicit memory for this user, as given (e.g. a preference or a rule they stated). "
                 "One self-contained fact per call.",
@@ -202,8 +205,8 @@ MEMORY_TOOLS: dict[str, MemoryTool] = {
             RememberArgs,
             _remember,
         ),
-        MemoryTool(
-            _tool(
+        FixedTool(
+            tool_definition(
                 "memory_forget",
                 "Delete memories by id (ids from memory_search, layer l1). Cannot be undone.",
                 ForgetArgs,
@@ -213,13 +216,15 @@ MEMORY_TOOLS: dict[str, MemoryTool] = {
             ForgetArgs,
             _forget,
         ),
-        MemoryTool(
-            _tool("persona_read", "Read the user's persona: who they are and how they work.", NoArgs, read_only=True),
+        FixedTool(
+            tool_definition(
+                "persona_read", "Read the user's persona: who they are and how they work.", NoArgs, read_only=True
+            ),
             NoArgs,
             _persona,
         ),
-        MemoryTool(
-            _tool(
+        FixedTool(
+            tool_definition(
                 "scene_list",
                 "List the scene memory files (summaries of recurring topics), with their paths.",
                 SceneListArgs,
@@ -228,8 +233,10 @@ MEMORY_TOOLS: dict[str, MemoryTool] = {
             SceneListArgs,
             _scene_list,
         ),
-        MemoryTool(
-            _tool("scene_read", "Read one scene memory file in full, by its path.", SceneReadArgs, read_only=True),
+        FixedTool(
+            tool_definition(
+                "scene_read", "Read one scene memory file in full, by its path.", SceneReadArgs, read_only=True
+            ),
             SceneReadArgs,
             _scene_read,
         ),

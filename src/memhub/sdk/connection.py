@@ -27,6 +27,7 @@ from memhub.sdk._errors import ParamError, TDAMError
 from memhub.sdk.knowledge import AsyncKnowledgeClient
 from memhub.sdk.memory import AsyncMemoryClient
 from memhub.sdk.metadata import AsyncMetadataClient
+from memhub.sdk.skills import AsyncSkillClient
 
 DEFAULT_URL = "http://127.0.0.1:8420"
 # A memhub user key starts with this; anything else given as the key is taken for the gateway key.
@@ -112,6 +113,21 @@ class Connection:
             agent_id=self.agent_id,
             user_id=self.user_id,
             session_id=session_id,
+            user_key=self.user_key,
+            timeout=self.timeout,
+            transport=transport,
+        )
+
+    def skill_client(self, *, transport: httpx.AsyncBaseTransport | None = None) -> AsyncSkillClient:
+        """A skills client whose calls default to the team, agent and user (call `require` first)."""
+        self.require()
+        return AsyncSkillClient(
+            self.url,
+            self.key or "",
+            self.service_id,
+            team_id=self.team_id,
+            agent_id=self.agent_id,
+            user_id=self.user_id,
             user_key=self.user_key,
             timeout=self.timeout,
             transport=transport,
