@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.client import Client
 
-from tests.mcp.conftest import SCENE_PATH, SCENE_TEXT, SKILL_MD, SKILL_NAME, SKILL_SCRIPT
+from tests.knowledge.tools_kit import WikiApi, text_file
+from tests.mcp.conftest import SCENE_PATH, SCENE_TEXT, SERVICE, SKILL_MD, SKILL_NAME, SKILL_SCRIPT, Gateway
 
 MEMORY_TOOLS = {"memory_search", "memory_remember", "memory_forget", "persona_read", "scene_list", "scene_read"}
 SKILL_TOOLS = {"skill_search", "skill_view", "skill_read_file"}
@@ -125,3 +127,18 @@ async def check_skills(client: Client, skill_id: str) -> None:
     )
     missing = error(await client.call_tool("skill_read_file", {"skill_id": skill_id, "path": "scripts/none.sh"}))
     assert "refused" in missing or "path" in missing
+
+
+async def check_resource_added_mid_session(client: Client, gateway: Gateway, name: str) -> None:
+    """A wiki registered (built) while the session is open: its tools are in the next `tools/list`, and work."""
+    wiki = WikiApi(
+        gateway.http, {"authorization": f"Bearer {gateway.alice.key}", "x-tdai-service-id": SERVICE}, gateway.url
+    )
+    before = set(await tools(client))
+    files = [text_file("runbook.md", "# Runbook\n\nRestart the relay before the night shift.\n")]
+    wiki_id = await anyio.to_thread.run_sync(lambda: wiki.make(gateway.alice.team_id, name, files))
+    added = set(await tools(client)) - before
+    assert f"{wiki_id}__search" in added
+    assert all(tool.startswith(wiki_id + "__") for tool in added)
+    hits = ok(await client.call_tool(f"{wiki_id}__search", {"query": "relay night shift"}))
+    assert "runbook" in str(hits)

@@ -14,7 +14,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import GATEWAY_KEY
-from tests.knowledge.tools_kit import WikiApi, text_file
 from tests.mcp import flows
 from tests.mcp.conftest import SCENE_PATH, SERVICE, Gateway
 
@@ -46,22 +45,9 @@ def test_a_host_uses_memory_and_knowledge_over_http(gateway: Gateway) -> None:
 
 
 def test_a_resource_registered_while_the_session_is_open_is_in_the_next_listing(gateway: Gateway) -> None:
-    wiki = WikiApi(
-        gateway.http, {"authorization": f"Bearer {gateway.alice.key}", "x-tdai-service-id": SERVICE}, gateway.url
-    )
-
     async def main() -> None:
         async with client(gateway, gateway.alice.key) as c:
-            before = set(await flows.tools(c))
-            # A wiki is registered (offered to its team) once it is built.
-            files = [text_file("runbook.md", "# Runbook\n\nRestart the relay before the night shift.\n")]
-            wiki_id = await anyio.to_thread.run_sync(lambda: wiki.make(gateway.alice.team_id, "runbook", files))
-            after = set(await flows.tools(c))
-            added = after - before
-            assert f"{wiki_id}__search" in added
-            assert all(name.startswith(wiki_id + "__") for name in added)
-            hits = flows.ok(await c.call_tool(f"{wiki_id}__search", {"query": "relay night shift"}))
-            assert "runbook" in str(hits)
+            await flows.check_resource_added_mid_session(c, gateway, "runbook-http")
 
     anyio.run(main)
 

@@ -72,3 +72,11 @@ def test_a_refused_key_is_a_tool_error_about_the_key(gateway: Gateway) -> None:
             assert "refused the credentials" in message
 
     anyio.run(main)
+
+
+def test_a_resource_registered_while_the_session_is_open_is_in_the_next_listing(gateway: Gateway) -> None:
+    async def main() -> None:
+        async with client(gateway, gateway.alice.key) as c:
+            await flows.check_resource_added_mid_session(c, gateway, "runbook-stdio")
+
+    anyio.run(main)
