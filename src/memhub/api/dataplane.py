@@ -6,9 +6,10 @@ it is v3-only, at `/v2/<path>` with lax isolation.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
@@ -29,9 +30,23 @@ from memhub.pipeline.service import PipelineService
 from memhub.scope import Isolation
 
 NO_DATA = object()  # a handler returns this when the envelope carries no `data` (e.g. scenario/rm)
-# FastAPI reads each endpoint's signature with its annotations evaluated. Ours are strings (postponed
-# evaluation), which it would evaluate again for every route of every app built: endpoints carry these objects.
+# FastAPI reads each endpoint's signature (twice per route) with its annotations evaluated. Ours are strings
+# (postponed evaluation), which it would evaluate again for every route of every app built: endpoints carry their
+# signature, made once, with the classes themselves.
 ENDPOINT_ANNOTATIONS: dict[str, Any] = {"request": Request, "return": Response}
+ENDPOINT_SIGNATURE = inspect.Signature(
+    [inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Request)],
+    return_annotation=Response,
+)
+EndpointT = TypeVar("EndpointT", bound=Callable[..., Any])
+
+
+def request_endpoint(run: EndpointT, name: str) -> EndpointT:
+    """`run(request) -> Response` named `name`, with the signature FastAPI reads ready-made."""
+    run.__name__ = name
+    run.__annotations__ = dict(ENDPOINT_ANNOTATIONS)
+    run.__signature__ = ENDPOINT_SIGNATURE  # type: ignore[attr-defined]
+    return run
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +97,7 @@ class DataPlane:
             isolation = resolve_isolation(caller.service_id, body, request, strict=strict, default_user=caller.user_id)
             return await self.answer(route, request, caller, isolation, body)
 
-        run.__name__ = route.path.replace("/", "_").replace("-", "_")
-        run.__annotations__ = dict(ENDPOINT_ANNOTATIONS)
-        return run
+        return request_endpoint(run, route.path.replace("/", "_").replace("-", "_"))
 
     async def read_body(self, route: DataRoute, request: Request) -> Body:
         """The request's JSON body, validated by the route's model (400 envelope otherwise)."""

@@ -22,7 +22,7 @@ from starlette.responses import Response
 
 from memhub.api.auth import Authenticator
 from memhub.api.body import read_json_object
-from memhub.api.dataplane import ENDPOINT_ANNOTATIONS, mount_post
+from memhub.api.dataplane import mount_post, request_endpoint
 from memhub.api.envelope import ok, request_id_of
 from memhub.api.meta_schemas import MetaBody
 from memhub.api.openapi import post_operation
@@ -146,9 +146,7 @@ class GuardedPlane:
             body = await self.read_body(route, request)
             return await self.answer(route, request, caller, body)
 
-        run.__name__ = route.path.replace("/", "_").replace("-", "_")
-        run.__annotations__ = dict(ENDPOINT_ANNOTATIONS)
-        return run
+        return request_endpoint(run, route.path.replace("/", "_").replace("-", "_"))
 
     def mount(self, app: FastAPI, prefix: str, routes: Sequence[GuardedRoute], *, tag: str) -> None:
         """Register each route under the prefix."""

@@ -6,6 +6,8 @@ here. The document states the real limits, so that a client generated from it se
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -131,23 +133,29 @@ def query_operation(model: type[BaseModel], *, security: str) -> dict[str, Any]:
     One form-exploded object parameter (`?a=1&b=2`) carries the model's schema whole, with the rules
     between its fields, which separate parameters could not state.
     """
+    return {
+        "parameters": [_service_header(True), copy.deepcopy(_query_parameter(model))],
+        "responses": _responses((200,)),
+        "security": SECURITY[security],
+    }
+
+
+@functools.cache
+def _query_parameter(model: type[BaseModel]) -> dict[str, Any]:
+    """The query parameter of `model`, built once per model (a JSON Schema generation, rebuilt for every app
+    otherwise); callers get a copy."""
     schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
     fields = {name: _plain(prop) for name, prop in schema.pop("properties").items()}
     for key in ("title", "description"):
         schema.pop(key, None)
     query = {**schema, "type": "object", "properties": fields}
-    parameter = {
+    return {
         "name": "query",
         "in": "query",
         "style": "form",
         "explode": True,
         "required": not _accepts_nothing(model),
         "schema": query,
-    }
-    return {
-        "parameters": [_service_header(True), parameter],
-        "responses": _responses((200,)),
-        "security": SECURITY[security],
     }
 
 

@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from memhub.api.dataplane import ENDPOINT_ANNOTATIONS, Call, DataPlane, DataRoute
+from memhub.api.dataplane import Call, DataPlane, DataRoute, request_endpoint
 from memhub.api.envelope import ok, request_id_of
 from memhub.api.isolation import resolve_isolation
 from memhub.api.openapi import query_operation
@@ -200,9 +200,7 @@ def _get_endpoint(plane: DataPlane, route: DataRoute) -> Callable[[Request], Any
         call = Call(request, rid, isolation, plane.memory, plane.pipeline, plane.meta, caller)
         return ok(request, await run_in_threadpool(plane._serve, route, caller, call, body))
 
-    run.__name__ = "get_" + route.path.replace("/", "_").replace("-", "_")
-    run.__annotations__ = dict(ENDPOINT_ANNOTATIONS)
-    return run
+    return request_endpoint(run, "get_" + route.path.replace("/", "_").replace("-", "_"))
 
 
 def mount(plane: DataPlane, app: FastAPI, v3_routes: Sequence[DataRoute]) -> None:
