@@ -4,6 +4,8 @@ operation; these are the rules written by hand (between fields, or checked in co
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from typing import Any
 
 import jsonschema_rs
@@ -12,7 +14,7 @@ from fastapi import FastAPI
 from pydantic import BaseModel, Field
 
 from memhub.api import openapi
-from tests.conftest import Gateway
+from tests.conftest import Gateway, build_gateway
 from tests.meta.org import Org
 
 WIKI = "wiki-abcdefgh"
@@ -126,7 +128,19 @@ def _agree(gw: Gateway, doc: dict[str, Any], path: str, body: dict[str, Any], va
     assert (response.status_code != 400) is valid, ("server", path, body, response.json())
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """One gateway for the module: each case is judged by whether the server answers 400, which no other case's
+    writes change, and building the document once (not per case) is most of what these tests cost."""
+    with pytest.MonkeyPatch.context() as mp:  # module scope: clear MEMHUB_* like tests/conftest._clean_env
+        for name in [n for n in os.environ if n.startswith(("MEMHUB_", "TDAI_"))]:
+            mp.delenv(name)
+        gw = build_gateway(tmp_path_factory.mktemp("contract") / "data")
+    yield gw
+    gw.close()
+
+
+@pytest.fixture(scope="module")
 def doc(gateway: Gateway) -> dict[str, Any]:
     return gateway.client.get("/openapi.json").json()
 
