@@ -54,6 +54,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from memhub.adapters._gateway import GatewayLink
+from memhub.sdk.agent.turns import SERVER_MAX_CONTENT_CHARS
 from memhub.sdk.connection import Connection
 from memhub.sdk.memory import AsyncMemoryClient
 
@@ -61,8 +62,7 @@ META = "langgraph"
 # The L1 session the items are filed under (the gateway's L1 reads do not narrow by session; it only labels).
 SESSION = "langgraph"
 DEFAULT_ID_LABELS: Mapping[str, str] = {"team": "team_id", "agent": "agent_id", "user": "user_id"}
-# The gateway's bounds: an L1 memory's text, its metadata as compact JSON, and one page of a query or search.
-MAX_CONTENT_CHARS = 8192
+# The gateway's bounds: an L1 memory's metadata as compact JSON, and one page of a query or search.
 MAX_METADATA_BYTES = 4096
 PAGE = 100
 
@@ -235,8 +235,8 @@ def _encode(value: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
 
 
 def _bounded(content: str) -> str:
-    if len(content) > MAX_CONTENT_CHARS:
-        raise ValueError(f"value: its text must be at most {MAX_CONTENT_CHARS} characters (got {len(content)})")
+    if len(content) > SERVER_MAX_CONTENT_CHARS:
+        raise ValueError(f"value: its text must be at most {SERVER_MAX_CONTENT_CHARS} characters (got {len(content)})")
     return content
 
 

@@ -32,15 +32,13 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from memhub.adapters._gateway import GatewayLink
+from memhub.sdk.agent.turns import SERVER_MAX_CONTENT_CHARS, batched
 from memhub.sdk.connection import Connection
 from memhub.sdk.memory import AsyncMemoryClient
 
 META = "openai_agents"
-# The gateway's bounds: a message's text, its metadata as compact JSON, messages per add, a page of a query.
-MAX_CONTENT_CHARS = 8192
+# The gateway's bounds: a message's metadata as compact JSON, a page of a query.
 MAX_METADATA_BYTES = 4096
-MAX_MESSAGES = 100
-MAX_REQUEST_BYTES = 512 * 1024
 PAGE = 100
 # The string fields that hold what a person or a tool said; they become the message text.
 TEXT_KEYS = frozenset({"content", "text", "arguments", "output", "refusal"})
@@ -107,16 +105,7 @@ class MemhubSession:
     async def _add_items(self, items: Sequence[Any]) -> None:
         messages = [message for item in items for message in _encode(_plain(item))]
         client = await self._client()
-        batch: list[dict[str, Any]] = []
-        size = 0
-        for message in messages:
-            cost = len(json.dumps(message))
-            if batch and (len(batch) >= MAX_MESSAGES or size + cost > MAX_REQUEST_BYTES):
-                await client.add_conversation(batch, session_id=self.session_id)
-                batch, size = [], 0
-            batch.append(message)
-            size += cost
-        if batch:
+        for batch in batched(messages):
             await client.add_conversation(batch, session_id=self.session_id)
 
     async def _pop_item(self) -> Any | None:
@@ -194,7 +183,7 @@ def _encode(item: dict[str, Any]) -> list[dict[str, Any]]:
         # A message needs text: a placeholder that says what the item is, ignored when it is read back.
         text = f"[{item.get('type') or item.get('role') or 'item'}]"
         head["placeholder"] = True
-    chunks = [text[i : i + MAX_CONTENT_CHARS] for i in range(0, len(text), MAX_CONTENT_CHARS)]
+    chunks = [text[i : i + SERVER_MAX_CONTENT_CHARS] for i in range(0, len(text), SERVER_MAX_CONTENT_CHARS)]
     head["parts"] = len(chunks)
     role = _role(item)
     messages = [{"role": role, "content": chunks[0], "metadata": {META: head}}]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -128,6 +129,17 @@ def _fail(message: str) -> NoReturn:
     raise typer.Exit(2)
 
 
+def _report(change: Callable[[], list[str]]) -> None:
+    """Make a config change and print what it did; a refusal (a bad argument, a file that cannot be merged into,
+    which memhub.hooks raises as ValueError) is an error naming it, exit 2, nothing written."""
+    try:
+        lines = change()
+    except ValueError as exc:
+        _fail(str(exc))
+    for line in lines:
+        typer.echo(line)
+
+
 @hooks_app.command("run")
 def hooks_run(
     event: HookEvent,
@@ -169,21 +181,14 @@ def hooks_install(
 ) -> None:
     """Add memhub's hooks to Claude Code's settings (merged; existing hooks kept)."""
     from memhub.hooks import claude_code
-    from memhub.hooks.jsonfile import ConfigFileError
 
     if host != "claude-code":
         _fail(f"host: must be claude-code (got {host!r})")
     env = _given_env(
         url=url, key=key, user_key=user_key, service_id=service_id, team_id=team_id, agent_id=agent_id, user_id=user_id
     )
-    try:
-        change = claude_code.install(
-            user=user, project_dir=_project_dir(project_dir), command=_launcher(command), env=env
-        )
-    except ConfigFileError as exc:
-        _fail(str(exc))
-    for line in change.lines:
-        typer.echo(line)
+    where, launcher = _project_dir(project_dir), _launcher(command)
+    _report(lambda: claude_code.install(user=user, project_dir=where, command=launcher, env=env).lines)
 
 
 @hooks_app.command("uninstall")
@@ -194,16 +199,11 @@ def hooks_uninstall(
 ) -> None:
     """Remove exactly the hooks (and MEMHUB_* env) that install added."""
     from memhub.hooks import claude_code
-    from memhub.hooks.jsonfile import ConfigFileError
 
     if host != "claude-code":
         _fail(f"host: must be claude-code (got {host!r})")
-    try:
-        change = claude_code.uninstall(user=user, project_dir=_project_dir(project_dir))
-    except ConfigFileError as exc:
-        _fail(str(exc))
-    for line in change.lines:
-        typer.echo(line)
+    where = _project_dir(project_dir)
+    _report(lambda: claude_code.uninstall(user=user, project_dir=where).lines)
 
 
 @mcp_app.command("install")
@@ -225,19 +225,12 @@ def mcp_install(
 ) -> None:
     """Write the memhub MCP server into a host's MCP config (merged; other servers kept)."""
     from memhub.hooks import hosts
-    from memhub.hooks.jsonfile import ConfigFileError
 
     env = _given_env(
         url=url, key=key, user_key=user_key, service_id=service_id, team_id=team_id, agent_id=agent_id, user_id=user_id
     )
-    try:
-        lines = hosts.install(
-            host, user=user, project_dir=_project_dir(project_dir), command=_launcher(command), env=env, http=http
-        )
-    except (ConfigFileError, ValueError) as exc:
-        _fail(str(exc))
-    for line in lines:
-        typer.echo(line)
+    where, launcher = _project_dir(project_dir), _launcher(command)
+    _report(lambda: hosts.install(host, user=user, project_dir=where, command=launcher, env=env, http=http))
 
 
 @mcp_app.command("uninstall")
@@ -248,11 +241,6 @@ def mcp_uninstall(
 ) -> None:
     """Remove the memhub MCP server from a host's MCP config."""
     from memhub.hooks import hosts
-    from memhub.hooks.jsonfile import ConfigFileError
 
-    try:
-        lines = hosts.uninstall(host, user=user, project_dir=_project_dir(project_dir))
-    except (ConfigFileError, ValueError) as exc:
-        _fail(str(exc))
-    for line in lines:
-        typer.echo(line)
+    where = _project_dir(project_dir)
+    _report(lambda: hosts.uninstall(host, user=user, project_dir=where))

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memhub.hooks import jsonfile
+from memhub.sdk.connection import ENVIRONMENT, HEADERS
 
 HOSTS = ("claude-code", "cursor", "vscode", "claude-desktop")
 SERVER_NAME = "memhub"
@@ -118,13 +119,8 @@ def server_entry(
     return entry, referenced
 
 
-_HEADERS = {
-    "MEMHUB_SERVICE_ID": "x-tdai-service-id",
-    "MEMHUB_TEAM_ID": "x-tdai-team-id",
-    "MEMHUB_AGENT_ID": "x-tdai-agent-id",
-    "MEMHUB_USER_ID": "x-tdai-user-id",
-    "MEMHUB_USER_KEY": "x-tdai-user-key",
-}
+# The identity a `--http` entry sends beside the key, as headers, keyed by the variable that holds each.
+_HEADERS = {ENVIRONMENT[name]: HEADERS[name] for name in ("service_id", "team_id", "agent_id", "user_id", "user_key")}
 
 
 def install(

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import httpx
 
 from memhub.sdk._errors import ParamError
-from memhub.sdk.connection import ENVIRONMENT, Connection
+from memhub.sdk.connection import Connection, flags_text
 from memhub.sdk.knowledge import AsyncKnowledgeClient
 from memhub.sdk.memory import AsyncMemoryClient
 from memhub.sdk.skills import AsyncSkillClient
@@ -63,8 +63,7 @@ async def close_clients(clients: Clients) -> None:
 
 
 def _flags_missing(missing: list[str]) -> str:
-    listed = ", ".join(f"{flag} (or {ENVIRONMENT[flag[2:].replace('-', '_')]})" for flag in missing)
-    return f"memhub connection incomplete: start `memhub mcp` with {listed}"
+    return f"memhub connection incomplete: start `memhub mcp` with {flags_text(missing)}"
 
 
 class ConnectionBackend:

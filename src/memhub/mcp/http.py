@@ -33,22 +33,15 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from memhub.api.auth import USER_KEY_HEADER, Authenticator, bearer_token
+from memhub.api.auth import Authenticator, bearer_token
 from memhub.api.envelope import error, request_id_of
 from memhub.errors import MemhubError
 from memhub.mcp.backend import Clients, close_clients, open_clients
 from memhub.mcp.server import MemhubMCP
-from memhub.sdk.connection import Connection
+from memhub.sdk.connection import HEADERS, Connection
 
 PATH = "/mcp"
 IN_PROCESS_URL = "http://memhub.internal"
-IDENTITY_HEADERS = {
-    "--team-id": "x-tdai-team-id",
-    "--agent-id": "x-tdai-agent-id",
-    "--user-id": "x-tdai-user-id",
-    "--service-id": "x-tdai-service-id",
-    "--key": "authorization",
-}
 RESOLVED_CACHE = 1024
 DEFAULT_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
 DEFAULT_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
@@ -63,7 +56,7 @@ def _matches(value: str, allowed: Sequence[str]) -> bool:
 
 
 def _headers_missing(missing: list[str]) -> str:
-    names = ", ".join(IDENTITY_HEADERS.get(flag, flag) for flag in missing)
+    names = ", ".join(HEADERS.get(flag[2:].replace("-", "_"), flag) for flag in missing)
     return (
         f"memhub connection incomplete: this request to /mcp needs the headers {names} "
         "(a user key implies them when its user has one team with one active agent)"
@@ -77,15 +70,8 @@ def request_connection(request: Request) -> Connection:
     def header(name: str) -> str | None:
         return headers.get(name, "").strip() or None
 
-    return Connection(
-        url=IN_PROCESS_URL,
-        key=bearer_token(request),
-        service_id=header("x-tdai-service-id"),
-        team_id=header("x-tdai-team-id"),
-        agent_id=header("x-tdai-agent-id"),
-        user_id=header("x-tdai-user-id"),
-        user_key=header(USER_KEY_HEADER),
-    )
+    ids = {name: header(HEADERS[name]) for name in ("service_id", "team_id", "agent_id", "user_id", "user_key")}
+    return Connection(url=IN_PROCESS_URL, key=bearer_token(request), **ids)
 
 
 class RequestBackend:

@@ -42,6 +42,20 @@ ENVIRONMENT = {
     "user_id": "MEMHUB_USER_ID",
 }
 FLAGS = {name: "--" + name.replace("_", "-") for name in ENVIRONMENT}
+# How an HTTP request carries each setting but the URL (the gateway's own headers; the key as the Bearer token).
+HEADERS = {
+    "key": "authorization",
+    "user_key": "x-tdai-user-key",
+    "service_id": "x-tdai-service-id",
+    "team_id": "x-tdai-team-id",
+    "agent_id": "x-tdai-agent-id",
+    "user_id": "x-tdai-user-id",
+}
+
+
+def flags_text(missing: list[str]) -> str:
+    """Missing flags with their variables: `--agent-id (or MEMHUB_AGENT_ID), --user-id (or MEMHUB_USER_ID)`."""
+    return ", ".join(f"{flag} (or {ENVIRONMENT[flag[2:].replace('-', '_')]})" for flag in missing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +104,7 @@ class Connection:
         """ParamError naming every missing flag and its environment variable."""
         missing = self.missing()
         if missing:
-            names = {flag: ENVIRONMENT[flag[2:].replace("-", "_")] for flag in missing}
-            listed = ", ".join(f"{flag} (or {variable})" for flag, variable in names.items())
-            raise ParamError(f"memhub connection incomplete: give {listed}")
+            raise ParamError(f"memhub connection incomplete: give {flags_text(missing)}")
 
     def environment(self) -> dict[str, str]:
         """These settings as the environment variables `from_env` reads (for a host's MCP or hook config)."""

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from memhub.formats.sanitize import sanitize_text, should_capture_l0, strip_code_blocks
 from memhub.sdk._messages import IMAGE_PLACEHOLDER, extract_text, message_field
 
 Role = Literal["user", "assistant"]
+WireT = TypeVar("WireT", bound=Mapping[str, Any])
 
 # Rule 12 takes any bracketed word at a line start for a timestamp, so the original loses "[image]" whenever an
 # image comes first. It is shielded behind private-use characters while the rules run.
@@ -217,23 +218,38 @@ def fit_to_server_limits(
 ) -> list[list[dict[str, str]]]:
     """Wire batches for `/v3/conversation/add`: oversized content truncated, never rejected; order kept.
 
-    A batch holds at most `max_batch` messages and, measured as JSON with every non-ASCII character escaped
-    (the largest any client sends), at most `max_batch_bytes`; a single message always forms a batch of its
-    own. Messages with empty content are left out, since the gateway would refuse the whole call for one.
+    Batched as `batched` does. Messages with empty content are left out, since the gateway would refuse the whole
+    call for one.
     """
-    if max_content_chars < 1 or max_batch < 1 or max_batch_bytes < 1:
+    if max_content_chars < 1:
         raise ValueError("max_content_chars, max_batch and max_batch_bytes must be positive")
-    batches: list[list[dict[str, str]]] = []
-    batch: list[dict[str, str]] = []
-    size = 0
-    for message in messages:
-        if not message.content:
-            continue
-        wire = {
+    wires = [
+        {
             "role": message.role,
             "content": truncate_content(message.content, max_content_chars),
             "timestamp": iso_utc(message.timestamp),
         }
+        for message in messages
+        if message.content
+    ]
+    return batched(wires, max_batch=max_batch, max_batch_bytes=max_batch_bytes)
+
+
+def batched(
+    wires: Iterable[WireT], *, max_batch: int = SERVER_MAX_BATCH, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+) -> list[list[WireT]]:
+    """Wire messages grouped, in order, into `/v3/conversation/add` calls the gateway accepts.
+
+    A batch holds at most `max_batch` messages and, measured as JSON with every non-ASCII character escaped
+    (the largest any client sends), at most `max_batch_bytes`; a single message always forms a batch of its
+    own.
+    """
+    if max_batch < 1 or max_batch_bytes < 1:
+        raise ValueError("max_content_chars, max_batch and max_batch_bytes must be positive")
+    batches: list[list[WireT]] = []
+    batch: list[WireT] = []
+    size = 0
+    for wire in wires:
         # +1 for the comma between array items.
         wire_size = len(json.dumps(wire, ensure_ascii=True)) + 1
         if batch and (len(batch) >= max_batch or size + wire_size > max_batch_bytes):
