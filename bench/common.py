@@ -11,7 +11,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,6 +142,16 @@ def git_rev() -> str | None:
         return out.stdout.strip() or None
     except OSError:
         return None
+
+
+def seed_admin(http: Any, notes: Iterable[str]) -> dict[str, str]:
+    """An instance admin (init-admin) with a persona and one L1 memory per note; their ids and user key."""
+    admin = ok_data(http, "/v3/internal/meta/user/init-admin", {"username": "bench"})
+    ids = {"team_id": admin["team_id"], "agent_id": admin["agent_id"], "user_id": admin["user_id"]}
+    ok_data(http, "/v3/core/write", {**ids, "content": "## Who\nA release engineer who prefers small changes.\n" * 10})
+    for content in notes:
+        ok_data(http, "/v3/atomic/add", {**ids, "type": "work_fact", "content": content})
+    return {**ids, "key": admin["user_key"]}
 
 
 def write_result(out: Path, payload: dict[str, Any]) -> None:

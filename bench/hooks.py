@@ -20,21 +20,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import HOST, SERVICE, Latency, client, free_port, ok_data, running_server, write_result
+from common import HOST, SERVICE, Latency, client, free_port, running_server, seed_admin, write_result
 
 REPO = Path(__file__).resolve().parents[1]
 SESSION = "bench-session-0001"
 
 
 def seed(http: Any, memories: int) -> dict[str, str]:
-    """An instance admin with a persona and `memories` L1 memories; its ids and user key."""
-    admin = ok_data(http, "/v3/internal/meta/user/init-admin", {"username": "bench"})
-    ids = {"team_id": admin["team_id"], "agent_id": admin["agent_id"], "user_id": admin["user_id"]}
-    ok_data(http, "/v3/core/write", {**ids, "content": "## Who\nA release engineer who prefers small changes.\n" * 10})
-    for n in range(memories):
-        content = f"Note {n}: the team ships release {n} after the staging cluster blue-heron passes."
-        ok_data(http, "/v3/atomic/add", {**ids, "type": "work_fact", "content": content})
-    return {**ids, "key": admin["user_key"]}
+    """An instance admin with a persona and `memories` L1 memories about releases; their ids and user key."""
+    notes = (
+        f"Note {n}: the team ships release {n} after the staging cluster blue-heron passes." for n in range(memories)
+    )
+    return seed_admin(http, notes)
 
 
 def append_turn(transcript: Path, n: int) -> None:

@@ -31,7 +31,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared._httpx_utils import create_mcp_http_client  # noqa: E402
 
 sys.path.insert(0, str(HERE))
-from common import SERVICE, Latency, client, ok_data, running_server, write_result  # noqa: E402
+from common import SERVICE, Latency, client, running_server, seed_admin, write_result  # noqa: E402
 from memhub.sdk.memory import AsyncMemoryClient  # noqa: E402
 
 WARMUP = 5
@@ -40,15 +40,13 @@ QUERIES = ("how do we release", "who is on call", "database migrations", "coffee
 
 
 def seed(http: Any, memories: int) -> dict[str, str]:
-    """An instance admin (init-admin) with a persona and `memories` L1 memories; returns their ids and key."""
-    admin = ok_data(http, "/v3/internal/meta/user/init-admin", {"username": "bench"})
-    ids = {"team_id": admin["team_id"], "agent_id": admin["agent_id"], "user_id": admin["user_id"]}
-    ok_data(http, "/v3/core/write", {**ids, "content": "## Who\nA release engineer who prefers small changes.\n" * 10})
-    for n in range(memories):
-        topic = TOPICS[n % len(TOPICS)]
-        content = f"Note {n} about {topic}: the team settled how {topic} works in meeting {n // len(TOPICS)}."
-        ok_data(http, "/v3/atomic/add", {**ids, "type": "work_fact", "content": content})
-    return {**ids, "key": admin["user_key"]}
+    """An instance admin with a persona and `memories` L1 memories on a few topics; their ids and key."""
+    notes = (
+        f"Note {n} about {TOPICS[n % len(TOPICS)]}: the team settled how {TOPICS[n % len(TOPICS)]} works in meeting "
+        f"{n // len(TOPICS)}."
+        for n in range(memories)
+    )
+    return seed_admin(http, notes)
 
 
 Call = Callable[[int], Awaitable[None]]
