@@ -154,3 +154,29 @@ def test_without_an_allow_list_only_the_gateway_s_own_origin_is_offered(tmp_path
     finally:
         gw.client.app.state.knowledge.close()  # type: ignore[attr-defined]
         gw.close()
+
+
+def test_older_rows_are_offered_and_shown_in_their_canonical_form(crew: Team, caplog: pytest.LogCaptureFixture) -> None:
+    """Rows written before URLs were stored canonical: the block and the registry show what the request really reaches,
+    and a row with no canonical form (a query, an `@` in the path) is never offered."""
+    crew.force("kb-own", f"{PUBLIC}#@evil.example/v3")
+    crew.force("kb-partner", f"{PARTNER}/evil.example/../v3")
+    crew.force("kb-query", f"{PUBLIC}?@evil.example")
+    crew.force("kb-at", "https://memhub.example/@evil.example/v3")
+    with caplog.at_level(logging.WARNING, logger="memhub.knowledge"):
+        for who in (crew.alice, crew.dave):
+            block = crew.block(who)
+            assert block["resources"] == ["kb-own", "kb-partner"]
+            assert_only_trusted(block["text"])
+            assert "#@" not in block["text"] and "/../" not in block["text"]
+            assert_only_trusted(crew.compose(who)["knowledge_tools"])
+    warned = {r.getMessage().split()[1] for r in caplog.records if "is not offered" in r.getMessage()}
+    assert warned == {"kb-query", "kb-at"}
+    shown = crew.org.ok(crew.dave, "/v3/knowledge/list", {"team_id": crew.team})["items"]
+    assert {i["knowledge_id"]: i["service_url"] for i in shown} == {
+        "kb-own": PUBLIC,
+        "kb-partner": f"{PARTNER}/v3",
+        "kb-query": f"{PUBLIC}?@evil.example",  # no canonical form: shown as stored, so its owner sees what to fix
+        "kb-at": "https://memhub.example/@evil.example/v3",
+    }
+    assert crew.org.ok(crew.dave, "/v3/knowledge/get", {"knowledge_id": "kb-own"})["service_url"] == PUBLIC

@@ -597,16 +597,64 @@ def test_an_ambiguous_service_url_is_refused(c: Crew, url: str) -> None:
 
 
 def test_service_urls_on_trusted_origins_are_accepted(c: Crew) -> None:
-    for n, url in enumerate(
+    for n, (url, stored) in enumerate(
         [
-            OWN_URL,
-            "HTTP://127.0.0.1:8420/v3",
-            "http://127.0.0.1:8420/other/v3",
-            f"{ALLOWED}/v3",
-            "https://KS.example:9000/kb/v3",
-            "https://ks.example.:9000/v3",
+            (OWN_URL, OWN_URL),
+            ("HTTP://127.0.0.1:8420/v3", OWN_URL),
+            ("http://127.0.0.1:8420/other/v3", "http://127.0.0.1:8420/other/v3"),
+            (f"{ALLOWED}/v3", f"{ALLOWED}/v3"),
+            ("https://KS.example:9000/kb/v3", f"{ALLOWED}/kb/v3"),
+            ("https://ks.example.:9000/v3", f"{ALLOWED}/v3"),
         ]
     ):
-        assert c.org.ok(c.bob, "/v3/knowledge/create", _kb(c, f"kb-{n}", service_url=url))["service_url"] == url
+        assert c.org.ok(c.bob, "/v3/knowledge/create", _kb(c, f"kb-{n}", service_url=url))["service_url"] == stored
     assert c.org.ok(c.bob, "/v3/knowledge/update", {"knowledge_id": "kb-0", "service_url": f"{ALLOWED}/v3"})
     assert rows(c.org, "SELECT COUNT(*) FROM knowledge_registry WHERE team_id = ?", c.team_id) == [(6,)]
+
+
+# Each passes as this gateway's own origin, but its text could make a teammate reading the block take another host
+# or path for the one the request goes to: it is stored, and shown, in its canonical form.
+MISLEADING = [
+    ("http://127.0.0.1:8420#@evil.example", "http://127.0.0.1:8420"),
+    ("http://127.0.0.1:8420/v3#@evil.example/v3", OWN_URL),
+    ("http://127.0.0.1:8420/evil.example/../v3", OWN_URL),
+    ("http://127.0.0.1:8420/v3/../../admin/./x/..", "http://127.0.0.1:8420/admin/"),
+    ("http://127.0.0.1:8420/x/%2E%2e/v3", OWN_URL),
+    ("HTTP://127.0.0.1:8420/./v3/#top", "http://127.0.0.1:8420/v3/"),
+]
+
+
+@pytest.mark.parametrize(("url", "canonical"), MISLEADING)
+def test_a_service_url_is_stored_and_shown_in_its_canonical_form(c: Crew, url: str, canonical: str) -> None:
+    created = c.org.ok(c.bob, "/v3/knowledge/create", _kb(c, "kb-odd", service_url=url))
+    assert created["service_url"] == canonical
+    stored = "SELECT service_url FROM knowledge_registry WHERE service_id = ? AND knowledge_id = 'kb-odd'"
+    assert rows(c.org, stored, c.org.service) == [(canonical,)]
+    assert c.org.ok(c.dave, "/v3/knowledge/get", {"knowledge_id": "kb-odd"})["service_url"] == canonical
+    c.org.ok(c.bob, "/v3/knowledge/update", {"knowledge_id": "kb-odd", "service_url": OWN_URL})
+    updated = c.org.ok(c.bob, "/v3/knowledge/update", {"knowledge_id": "kb-odd", "service_url": url})
+    assert updated["service_url"] == canonical
+    listed = c.org.ok(c.dave, "/v3/knowledge/list", {"team_id": c.team_id})["items"]
+    assert [i["service_url"] for i in listed] == [canonical]
+
+
+@pytest.mark.parametrize(
+    ("url", "rule"),
+    [
+        ("http://127.0.0.1:8420/v3?x=1", "must not have a query (agents append /tools/list to it)"),
+        ("http://127.0.0.1:8420/v3?@evil.example", "must not have a query (agents append /tools/list to it)"),
+        (
+            "http://127.0.0.1:8420/@evil.example/v3",
+            "must have no @ in its path (it only makes a reader take what follows for the host)",
+        ),
+        ("http://127.0.0.1:8420/v3%zz", "must write a % only as an escape of two hex digits (%2F)"),
+    ],
+)
+def test_a_service_url_without_a_canonical_form_is_refused(c: Crew, url: str, rule: str) -> None:
+    c.org.ok(c.bob, "/v3/knowledge/create", _kb(c, "kb-bob"))
+    envelope = refused(c.org, c.bob, "/v3/knowledge/create", _kb(c, "kb-new", service_url=url), 400)
+    assert envelope["message"] == f"service_url: {rule}"
+    assert envelope["data"]["errors"] == [{"field": "service_url", "rule": rule}]
+    update = {"knowledge_id": "kb-bob", "service_url": url}
+    refused(c.org, c.bob, "/v3/knowledge/update", update, 400, f"service_url: {rule}")
+    assert c.org.ok(c.bob, "/v3/knowledge/get", {"knowledge_id": "kb-bob"})["service_url"] == OWN_URL

@@ -1,11 +1,19 @@
-"""Trusted knowledge origins: how URLs are reduced to (scheme, host, port), and the allow-list setting."""
+"""Trusted knowledge origins: how URLs are reduced to (scheme, host, port), their canonical form, and the allow-list
+setting."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
-from memhub.meta.origins import KnowledgeOrigins, origin_of, origin_text, parse_allowlist_entry
+from memhub.meta.origins import (
+    KnowledgeOrigins,
+    canonical_url,
+    origin_of,
+    origin_text,
+    parse_allowlist_entry,
+    remove_dot_segments,
+)
 from memhub.settings import Settings
 
 TRUSTED = KnowledgeOrigins.of("https://memhub.example/v3", ["https://kb.example.com", "http://[::1]:9000/"])
@@ -65,6 +73,66 @@ def test_origin_of(url: str, origin: tuple[str, str, int] | None) -> None:
 )
 def test_allows_compares_whole_origins(url: str, allowed: bool) -> None:
     assert TRUSTED.allows(url) is allowed
+
+
+@pytest.mark.parametrize(
+    ("url", "canonical"),
+    [
+        ("https://memhub.example/v3", "https://memhub.example/v3"),
+        ("https://memhub.example", "https://memhub.example"),
+        ("HTTPS://MemHub.Example.:443/v3", "https://memhub.example/v3"),
+        ("http://[0:0::1]:9000/v3", "http://[::1]:9000/v3"),
+        # The fragment never reaches the server; after the host it only misleads a reader.
+        ("https://memhub.example#@evil.example", "https://memhub.example"),
+        ("https://memhub.example/v3#@evil.example/v3", "https://memhub.example/v3"),
+        ("https://memhub.example/v3#", "https://memhub.example/v3"),
+        # Dot segments resolved as a server resolves them, escaped dots included; never above the root.
+        ("https://memhub.example/evil.example/../v3", "https://memhub.example/v3"),
+        ("https://memhub.example/v3/./knowledge/..", "https://memhub.example/v3/"),
+        ("https://memhub.example/../../v3", "https://memhub.example/v3"),
+        ("https://memhub.example/x/%2e%2E/v3", "https://memhub.example/v3"),
+        ("https://memhub.example/%7Euser/a%2fb", "https://memhub.example/~user/a%2Fb"),
+    ],
+)
+def test_canonical_url(url: str, canonical: str) -> None:
+    assert canonical_url(url) == canonical
+    assert canonical_url(canonical) == canonical  # a fixed point: stored URLs read back unchanged
+
+
+@pytest.mark.parametrize(
+    ("url", "rule"),
+    [
+        ("https://memhub.example@evil.example/v3", "no user@ part"),
+        ("https://memhub.example/@evil.example/v3", "must have no @ in its path"),
+        ("https://memhub.example/v3?x=1", "must not have a query"),
+        ("https://memhub.example/v3?", "must not have a query"),
+        ("https://memhub.example/v3?@evil.example", "must not have a query"),
+        ("https://memhub.example/v3%zz", "must write a % only as an escape"),
+        ("https://memhub.example/v3%2", "must write a % only as an escape"),
+    ],
+)
+def test_a_url_without_a_canonical_form_is_refused_naming_the_rule(url: str, rule: str) -> None:
+    with pytest.raises(ValueError, match=rule):
+        canonical_url(url)
+
+
+@pytest.mark.parametrize(
+    ("path", "resolved"),
+    [
+        ("", ""),
+        ("/", "/"),
+        ("/a/b/c/./../../g", "/a/g"),
+        ("/mid/content=5/../6", "/mid/6"),
+        ("/..", "/"),
+        ("/.", "/"),
+        ("/a/..", "/"),
+        ("/a/b/..", "/a/"),
+        ("/a/.../b", "/a/.../b"),
+        ("/a/..b/c", "/a/..b/c"),
+    ],
+)
+def test_remove_dot_segments(path: str, resolved: str) -> None:
+    assert remove_dot_segments(path) == resolved
 
 
 def test_nothing_is_trusted_without_origins() -> None:

@@ -73,7 +73,8 @@ ServiceUrl = Annotated[
     Url,
     Field(
         description="An http(s) URL on this gateway's public origin (MEMHUB_KNOWLEDGE_PUBLIC_URL) or on an origin "
-        "in MEMHUB_KNOWLEDGE_URL_ALLOWLIST."
+        "in MEMHUB_KNOWLEDGE_URL_ALLOWLIST, with no query and no @ in its path. It is stored canonical: no fragment, "
+        "dot segments resolved, scheme and host in lower case, no default port."
     ),
 ]
 

@@ -9,7 +9,8 @@ type>.enabled`) filter them. The reference capped the per-agent list at
 The block tells agents to send their user key to each resource's URL, so a resource whose URL is not on a
 trusted origin (this gateway's public URL or the operator's allow-list) is never offered, whatever the
 registry holds: the registry refuses such URLs, and rows written before that rule, or by hand, are left out
-here with a warning.
+here with a warning. An offered URL is shown in its canonical form (`memhub.meta.origins.canonical_url`), whatever
+form an older row holds, and a row with no canonical form (a query, an `@` in the path) is left out the same way.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from memhub.knowledge.tools_block import (
 from memhub.meta.caller import Caller
 from memhub.meta.config import ConfigParams
 from memhub.meta.guards import membership
-from memhub.meta.origins import NO_ORIGINS, KnowledgeOrigins
+from memhub.meta.origins import NO_ORIGINS, KnowledgeOrigins, canonical_url
 from memhub.model.meta import MetaKind
 from memhub.store.meta import MetaStore
 
@@ -89,6 +90,13 @@ class KnowledgeOffer:
                     row["knowledge_id"],
                     team_id,
                     url,
+                )
+                continue
+            try:
+                url = canonical_url(url)
+            except ValueError as exc:
+                log.warning(
+                    "knowledge %s of team %s is not offered: its url %r %s", row["knowledge_id"], team_id, url, exc
                 )
                 continue
             try:

@@ -8,7 +8,9 @@ of its team may change or delete it.
 
 Every teammate's agent is told to send its user key to an entry's `service_url`, so a `service_url` must
 be on a trusted origin (this gateway's public URL or the operator's allow-list): a member who could
-register `https://evil.example/v3` would collect the keys of the whole team.
+register `https://evil.example/v3` would collect the keys of the whole team. The URL is stored, and shown, in its
+canonical form (`memhub.meta.origins.canonical_url`: no fragment, dot segments resolved), so the text a teammate
+reads names the host and path the request really goes to; a row written before that rule is shown canonical too.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memhub.errors import BadRequest, Forbidden, NotFound
+from memhub.errors import BadRequest, FieldError, Forbidden, NotFound
 from memhub.meta import audit
 from memhub.meta.caller import Caller
 from memhub.meta.clock import now_iso
 from memhub.meta.guards import is_team_admin, membership
-from memhub.meta.origins import KnowledgeOrigins
+from memhub.meta.origins import KnowledgeOrigins, canonical_url
 from memhub.model.meta import MetaKind, Row
 from memhub.store.meta import MetaReader, MetaStore, MetaWriter
 
@@ -39,12 +41,21 @@ NOT_FOUND = "Knowledge not found"
 MISMATCH = "Knowledge team_id mismatch"
 
 
+def shown_url(url: str) -> str:
+    """A stored service_url as it is shown: canonical, or as stored when it has none (such a row is never offered to
+    agents, and its owner sees what to fix)."""
+    try:
+        return canonical_url(url)
+    except ValueError:
+        return url
+
+
 def knowledge_view(row: Row) -> Row:
     """A KnowledgeEntity on the wire; `agent_id` is reserved and always ""."""
     return {
         "knowledge_id": row["knowledge_id"],
         "type": row["type"],
-        "service_url": row["service_url"],
+        "service_url": shown_url(row["service_url"]),
         "name": row["name"],
         "summary": row["summary"],
         "team_id": row["team_id"],
@@ -132,9 +143,14 @@ class KnowledgeRegistry:
     store: MetaStore
     origins: KnowledgeOrigins  # where a registered service_url may point
 
-    def _check_url(self, url: str | None) -> None:
-        if url is not None and not self.origins.allows(url):
-            raise BadRequest(f"service_url: {self.origins.rule()}")
+    def _checked_url(self, url: str) -> str:
+        """The URL in its canonical form, when it is on a trusted origin; FieldError naming the rule otherwise."""
+        if not self.origins.allows(url):
+            raise FieldError("service_url", self.origins.rule())
+        try:
+            return canonical_url(url)
+        except ValueError as exc:
+            raise FieldError("service_url", str(exc)) from None
 
     def create(self, caller: Caller, fields: Mapping[str, Any]) -> Row:
         """knowledge/create: idempotent upsert keyed by knowledge_id (created_at kept on re-create).
@@ -146,7 +162,7 @@ class KnowledgeRegistry:
         user_id = fields.get("user_id")
         if _gated(caller) and user_id is not None and user_id != caller.user_id:
             raise Forbidden("user_id does not match caller")
-        self._check_url(fields["service_url"])
+        fields = {**fields, "service_url": self._checked_url(fields["service_url"])}
         with self.store.writing(caller.service_id) as w:
             _require_member(w, caller, team_id)
             old = w.get(MetaKind.KNOWLEDGE, knowledge_id)
@@ -170,7 +186,8 @@ class KnowledgeRegistry:
 
     def update(self, caller: Caller, knowledge_id: str, changes: Mapping[str, Any], team_id: str | None = None) -> Row:
         """knowledge/update: name, summary (null clears), service_url, repo_url, branch."""
-        self._check_url(changes.get("service_url"))
+        if changes.get("service_url") is not None:
+            changes = {**changes, "service_url": self._checked_url(changes["service_url"])}
         with self.store.writing(caller.service_id) as w:
             _require_change(w, caller, _scoped(w, caller, knowledge_id, team_id))
             patch = {k: v for k, v in changes.items() if k in UPDATABLE and (v is not None or k == "summary")}
