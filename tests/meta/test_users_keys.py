@@ -6,12 +6,15 @@ envelope code, the HTTP status, the exact message and that no row changed (audit
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import time
 from collections.abc import Callable
 from typing import Any
 
+from memhub.meta.users import Users
+from memhub.timeutil import parse_iso_ms
 from tests.meta.org import Member, Org, lapse_key, table_snapshot
 from tests.meta.org import refused as refused_unchanged
 from tests.meta.shapes import ISO_MS, KEY_FIELDS, KEY_ID, USER_FIELDS, USER_ID, USER_KEY
@@ -686,3 +689,27 @@ def test_user_keys_are_stored_only_as_keyed_hashes(org: Org) -> None:
     stored = {row[0] for row in org.gw.store._reader().execute("SELECT key_hash FROM meta_user_keys")}
     for key in keys:
         assert hmac.new(secret, key.encode(), hashlib.sha256).hexdigest() in stored
+
+
+def test_a_key_authenticates_until_the_millisecond_it_expires(org: Org) -> None:
+    """The key store judges expiries by its own clock (injected here): the check made by every request
+    (`authenticate`) and the one behind the proxy's session tokens (`key_caller`) refuse at the expiry exactly, and
+    a caller carries the expiry so that a check remembered for a moment ends there too."""
+    alice = org.user("alice")
+    key = new_key(org, alice, expires_at="2999-01-01T00:00:00.250Z")
+    expiry = parse_iso_ms(key["expires_at"])
+    assert expiry is not None
+    now = [(expiry - 1) / 1000]
+    users: Users = dataclasses.replace(org.gw.client.app.state.hub.meta.users, clock=lambda: now[0])  # type: ignore[attr-defined]
+    caller = users.authenticate(org.service, key["key_value"])
+    assert caller is not None and caller.key_expires_ms == expiry
+    assert not caller.key_expired(expiry - 1) and caller.key_expired(expiry)
+    by_id = users.key_caller(org.service, key["key_id"])
+    assert by_id is not None and by_id.key_expires_ms == expiry
+    now[0] = expiry / 1000
+    assert users.authenticate(org.service, key["key_value"]) is None
+    assert users.key_caller(org.service, key["key_id"]) is None
+    assert users.verify(org.service, key["key_value"]) == {"valid": False, "user": None}
+    assert key_works(org, key["key_value"])  # the gateway's own clock is still far from 2999
+    forever = users.authenticate(org.service, alice.key)
+    assert forever is not None and forever.key_expires_ms is None and not forever.key_expired(2**62)

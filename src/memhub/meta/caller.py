@@ -16,6 +16,12 @@ class Caller:
     user_type: str = "normal"
     key_id: str | None = None
     request_id: str = ""
+    # When the user key stops authenticating (epoch ms; None: never), so a check remembered for a moment ends then.
+    key_expires_ms: int | None = None
+
+    def key_expired(self, now_ms: int) -> bool:
+        """True once the user key's expiry has come (never for the gateway key or a key without one)."""
+        return self.key_expires_ms is not None and self.key_expires_ms <= now_ms
 
     @property
     def is_system_admin(self) -> bool:

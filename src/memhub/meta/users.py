@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,17 +72,23 @@ def require_user(r: MetaReader, user_id: str, *, text: str | None = None) -> Row
     return user
 
 
-def _expired(key: Row, now_ms: int) -> bool:
+def _expiry_ms(key: Row) -> int | None:
+    """When the key stops authenticating (epoch ms), None when it never does; an unreadable expiry is already past."""
     expires = key["expires_at"]
     if not expires:
-        return False
+        return None
     at = parse_iso_ms(expires)
-    return at is None or at <= now_ms
+    return 0 if at is None else at
 
 
-def _usable(r: MetaReader, key: Row) -> tuple[Row, Row] | None:
+def _expired(key: Row, now_ms: int) -> bool:
+    at = _expiry_ms(key)
+    return at is not None and at <= now_ms
+
+
+def _usable(r: MetaReader, key: Row, now_ms: int) -> tuple[Row, Row] | None:
     """The key and its user when the key may authenticate: active, not expired, its user active."""
-    if key["status"] != ACTIVE or _expired(key, int(time.time() * 1000)):
+    if key["status"] != ACTIVE or _expired(key, now_ms):
         return None
     user = live_user(r, key["user_id"])
     if user is None or user["status"] != ACTIVE:
@@ -90,10 +96,10 @@ def _usable(r: MetaReader, key: Row) -> tuple[Row, Row] | None:
     return key, user
 
 
-def _future_expiry(expires_at: str | None) -> None:
+def _future_expiry(expires_at: str | None, now_ms: int) -> None:
     """A new expiry must lie ahead: a key born expired is a silent no-op, and moving it back is pointless."""
     at = parse_iso_ms(expires_at) if expires_at else None
-    if at is not None and at <= int(time.time() * 1000):
+    if at is not None and at <= now_ms:
         raise FieldError("expires_at", "must be in the future")
 
 
@@ -104,13 +110,18 @@ class Users:
     store: MetaStore
     hasher: KeyHasher
     quotas: Quotas = field(default_factory=Quotas)
+    clock: Callable[[], float] = time.time  # epoch seconds: what a key's expires_at is compared with
     _last_used: dict[tuple[str, str], float] = field(default_factory=dict)
     _last_used_lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- verification --------------------------------------------------------------------
+    def now_ms(self) -> int:
+        """The instant key expiries are judged at (epoch ms)."""
+        return int(self.clock() * 1000)
+
     def _key_owner(self, r: MetaReader, key: str) -> tuple[Row, Row] | None:
         rows = r.find(MetaKind.USER_KEY, {"key_hash": self.hasher.digest(key)}, limit=1)
-        return _usable(r, rows[0]) if rows else None
+        return _usable(r, rows[0], self.now_ms()) if rows else None
 
     def authenticate(self, service_id: str, key: str, request_id: str = "") -> Caller | None:
         """The caller a user key identifies in this tenant; None if unknown, revoked or expired."""
@@ -120,18 +131,18 @@ class Users:
             return None
         row, user = found
         self._touch(service_id, row["key_id"])
-        return Caller(service_id, user["user_id"], user["user_type"], row["key_id"], request_id)
+        return Caller(service_id, user["user_id"], user["user_type"], row["key_id"], request_id, _expiry_ms(row))
 
     def key_caller(self, service_id: str, key_id: str, request_id: str = "") -> Caller | None:
         """The caller a key stands for, by its id, while the key may still authenticate (the memory proxy's session
         tokens name a key, never carry it); None if the key is unknown, revoked or expired or its user is gone."""
         with self.store.reading(service_id) as r:
             row = r.get(MetaKind.USER_KEY, key_id)
-            found = _usable(r, row) if row is not None else None
+            found = _usable(r, row, self.now_ms()) if row is not None else None
         if found is None:
             return None
-        _, user = found
-        return Caller(service_id, user["user_id"], user["user_type"], key_id, request_id)
+        key, user = found
+        return Caller(service_id, user["user_id"], user["user_type"], key_id, request_id, _expiry_ms(key))
 
     def _touch(self, service_id: str, key_id: str) -> None:
         now = time.monotonic()
@@ -353,7 +364,7 @@ class Users:
         """user-key/create: a further key (at most `max_active_keys` active ones); the value is shown once."""
         target = user_id or caller_id(caller)
         self._key_scope(caller, target)
-        _future_expiry(expires_at)
+        _future_expiry(expires_at, self.now_ms())
         key = new_user_key()
         with self.store.writing(caller.service_id) as w:
             require_user(w, target)
@@ -413,10 +424,10 @@ class Users:
             key = self._owned_key(w, caller, key_id)
             patch = {k: v for k, v in changes.items() if k in ("name", "expires_at")}
             if "expires_at" in patch:
-                if _expired(key, int(time.time() * 1000)):
+                if _expired(key, self.now_ms()):
                     # Renewing would bring back a credential its holder was told had lapsed.
                     raise FieldError("expires_at", "the key has expired and cannot be renewed; create a new key")
-                _future_expiry(patch["expires_at"])
+                _future_expiry(patch["expires_at"], self.now_ms())
             w.update(MetaKind.USER_KEY, key_id, patch)
             audit.record(w, caller, "user-key/update", [key_id], {"fields": sorted(patch)})
             row = w.get(MetaKind.USER_KEY, key_id)

@@ -7,8 +7,9 @@ the data plane applies to a user key (`memhub.meta.access`): a turn never reads 
 reach through `/v3`.
 
 A key's check and its scope are remembered for `AUTH_CACHE_SECONDS` (an agent sends its turns and tool round trips
-in quick succession, and the check is a worker-thread hop and a database read each time): a key revoked, or a
-membership removed, takes effect on the proxy within that time.
+in quick succession, and the check is a worker-thread hop and a database read each time): a key revoked, an agent
+archived or a membership removed takes effect on the proxy within that time. A key's expiry is known when it is
+checked, so a remembered check never outlives it: the key stops working the moment it expires.
 """
 
 from __future__ import annotations
@@ -112,7 +113,8 @@ class KeyIdentityResolver:
     def __init__(self, meta: MetaServices, clock: Callable[[], float] = time.monotonic) -> None:
         self.meta = meta
         self.clock = clock
-        # (space, key digest, wanted ids) → (expires at, caller, team, agent, task); successes only.
+        # (space, key digest, wanted ids) → (end of the memory window, caller, scope); successes only. The caller
+        # carries its key's expiry, judged by the key store's clock on every hit.
         self._recent: OrderedDict[tuple[str, str, _Wanted], tuple[float, Caller, Scope]] = OrderedDict()
 
     async def resolve(
@@ -152,7 +154,7 @@ class KeyIdentityResolver:
         cache_key = (space_id, hashlib.sha256(key.encode()).hexdigest(), wanted)
         now = self.clock()
         hit = self._recent.get(cache_key)
-        if hit is not None and hit[0] > now:
+        if hit is not None and hit[0] > now and not hit[1].key_expired(self.meta.users.now_ms()):
             return hit[1], hit[2]
         caller, scope = await to_thread.run_sync(self._authorize, space_id, key, wanted)
         self._recent[cache_key] = (now + AUTH_CACHE_SECONDS, caller, scope)

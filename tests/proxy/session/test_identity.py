@@ -4,12 +4,15 @@ each authorized as the data plane authorizes the key, and the session from the c
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import time
 
 import pytest
 
 from memhub.proxy.identity import AUTH_CACHE_SECONDS, KeyIdentityResolver
 from memhub.proxy.model import ProxyIdentity
 from memhub.proxy.ports import ProxyDenied
+from memhub.timeutil import ms_to_iso, parse_iso_ms
 from tests.meta.org import lapse_key
 from tests.proxy.session.conftest import Crew
 
@@ -136,3 +139,33 @@ def test_a_revoked_key_stops_working_once_its_check_is_no_longer_remembered(crew
     with pytest.raises(ProxyDenied) as info:
         run()
     assert info.value.status == 401
+
+
+def test_a_remembered_key_stops_working_the_moment_it_expires(crew: Crew) -> None:
+    """The key store's clock (epoch) and the memory window's (monotonic) are both injected: the window never
+    moves here, so only the key's own expiry can end the remembered check."""
+    wall = [time.time()]
+    window = [1000.0]
+    users = dataclasses.replace(crew.hub.meta.users, clock=lambda: wall[0])
+    resolver = KeyIdentityResolver(dataclasses.replace(crew.hub.meta, users=users), clock=lambda: window[0])
+    expires_at = ms_to_iso(int(wall[0] * 1000) + 3_600_000)
+    key = crew.org.ok(crew.bob, "/v3/meta/user-key/create", {"expires_at": expires_at})
+    expiry = parse_iso_ms(key["expires_at"])
+    assert expiry is not None
+
+    def run() -> ProxyIdentity:
+        headers = bearer(key["key_value"])
+        return asyncio.run(
+            resolver.resolve(headers, space_id=crew.service, agent_source="claude-code", fallback_session=FALLBACK)
+        )
+
+    assert run().user_id == crew.bob.user_id
+    wall[0] = (expiry - 1) / 1000  # a millisecond before: the remembered check stands
+    assert run().user_id == crew.bob.user_id
+    wall[0] = expiry / 1000
+    with pytest.raises(ProxyDenied) as info:
+        run()
+    assert (info.value.status, info.value.message) == (401, "unauthorized: invalid_user_key")
+    window[0] += AUTH_CACHE_SECONDS  # and checked afresh after the window, it is still refused
+    with pytest.raises(ProxyDenied):
+        run()
