@@ -29,6 +29,7 @@ from memhub.knowledge.tools_block import (
     filter_by_capabilities,
     render_knowledge_tools,
 )
+from memhub.meta.access import refuse_archived
 from memhub.meta.caller import Caller
 from memhub.meta.config import ConfigParams
 from memhub.meta.guards import membership
@@ -61,6 +62,8 @@ class KnowledgeOffer:
             gated = caller.user_id is not None and not caller.is_system_admin
             if gated and membership(r, team_id, caller.user_id or "") is None:
                 raise Forbidden(f"team_id: the caller is not a member of team {team_id}")
+            if agent_id:
+                refuse_archived(r, agent_id)  # an archived agent is offered nothing, not the whole team's list
             where: dict[str, Any] = {"team_id": team_id}
             bound = (
                 r.find(MetaKind.FIXED_ASSET, {"agent_id": agent_id, "asset_type": list(KNOWLEDGE_ASSET_TYPES)})

@@ -86,6 +86,20 @@ def test_ids_the_key_may_not_act_as_are_refused_naming_the_field(crew: Crew) -> 
     assert denied(crew, bearer(crew.alice.key, **{"x-team-id": "default"}), 403).startswith("team_id: ")
 
 
+def test_an_archived_agent_is_refused_and_never_the_default(crew: Crew) -> None:
+    archived = "agent_id: the agent is archived; it is used again once its status is set back to active"
+    crew.org.ok(crew.alice, "/v3/meta/agent/archive", {"agent_id": crew.at})
+    for headers in ({"x-agent-id": crew.at}, {"x-tdai-team-id": crew.team_a, "x-tdai-agent-id": crew.at}):
+        assert denied(crew, bearer(crew.alice.key, **headers), 403) == archived
+        assert denied(crew, bearer(crew.bob.key, **headers), 403) == archived
+        assert denied(crew, bearer(crew.org.admin.key, **headers), 403) == archived
+    # Alice's only agent was AT: with it archived she has no agent to default to, and the turn no memory scope.
+    identity = resolve(crew, bearer(crew.alice.key))
+    assert (identity.team_id, identity.agent_id) == (crew.team_a, None) and not identity.has_memory_scope
+    crew.org.ok(crew.alice, "/v3/meta/agent/update", {"agent_id": crew.at, "status": "active"})
+    assert resolve(crew, bearer(crew.alice.key, **{"x-agent-id": crew.at})).agent_id == crew.at
+
+
 def test_a_missing_or_unusable_user_key_is_401(crew: Crew) -> None:
     assert denied(crew, {}, 401).startswith("unauthorized: missing_user_key")
     # A provider's key is not a memhub user key.

@@ -179,6 +179,19 @@ def test_the_keys_authorization_still_applies(crew: Crew, tokens: SessionTokens)
     assert denied.json()["message"] == "team_id: not a team this user is an active member of"
 
 
+def test_a_session_of_an_agent_archived_since_reads_nothing(crew: Crew, tokens: SessionTokens) -> None:
+    seed(crew, crew.alice, crew.team_a, crew.at, "alice")
+    token = token_for(crew, tokens, crew.alice, crew.team_a, crew.at)
+    assert bridged(crew, "atomic/query", {}, token)["total"] == 1
+    crew.org.ok(crew.alice, "/v3/meta/agent/archive", {"agent_id": crew.at})
+    for op, body in BODIES.items():
+        denied = bridge(crew, op, body, token)
+        envelope = denied.json()
+        assert denied.status_code == 403 and envelope["message"].startswith("agent_id: the agent is archived"), op
+    crew.org.ok(crew.alice, "/v3/meta/agent/update", {"agent_id": crew.at, "status": "active"})
+    assert bridged(crew, "atomic/query", {}, token)["total"] == 1
+
+
 def test_the_resolved_identity_of_a_turn_mints_a_token_the_bridge_takes(crew: Crew, tokens: SessionTokens) -> None:
     seed(crew, crew.alice, crew.team_a, crew.at, "alice")
     resolver = KeyIdentityResolver(crew.hub.meta)

@@ -8,6 +8,9 @@ A user key acts only as its own user, inside a team it is an active member of (`
 through an agent of that team it may use. It reads the skills whose asset it may read (the asset permission
 algorithm with ACLs; the asset's owner always) and writes through the skill's owner agent only. Refusals of
 the key's ids are 403 naming the field, as on the data plane; a skill the key may not read is not found.
+
+Nobody acts through an archived agent, as on the data plane: a request naming one (to read through it, to write as
+a skill's owner agent, or to bind a new skill to it) is refused 403 naming `agent_id`, whoever sends it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from memhub.knowledge.skill.errors import SkillNotFound, SkillNotOwner, SkillTeamMismatch
-from memhub.meta.access import AccessDenied, check_user_ids
+from memhub.meta.access import AccessDenied, check_user_ids, refuse_archived
 from memhub.meta.assets import may_read_asset, readable_asset_ids
 from memhub.meta.caller import Caller
 from memhub.model.meta import MetaKind, Row
@@ -60,8 +63,12 @@ class SkillAccess:
     store: MetaStore
 
     def actor(self, caller: Caller, ids: SkillIds, *, write: bool = False) -> Actor:
-        """The ids to act under, or AccessDenied (403) naming the field a user key may not use."""
+        """The ids to act under, or AccessDenied (403) naming the field a user key may not use (or an archived
+        agent, for every caller)."""
         if caller.is_instance_admin:
+            if ids.agent_id:
+                with self.store.reading(caller.service_id) as r:
+                    refuse_archived(r, ids.agent_id)
             return Actor(caller, ids)
         me = caller.user_id
         assert me is not None
