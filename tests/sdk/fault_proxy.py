@@ -2,8 +2,11 @@
 
 The gateway itself is never mocked: in `pass` mode the proxy forwards every request and response byte
 for byte. The other modes model what an agent meets in production between it and the gateway: a slow
-gateway, 5xx errors, a body that is not JSON, and a response lost after the gateway did the work
-(`lose_response`, the case idempotent retries exist for).
+gateway, 5xx errors, a body that is not JSON, a response lost after the gateway did the work
+(`lose_response`, the case idempotent retries exist for), and a kept-alive connection the server closes
+just as the client reuses it (`stale`: a connection that already served a request is closed, without an
+answer, when its next request arrives, as by a server whose idle timeout fires at that moment; the
+request is not forwarded).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Literal
 
 import httpx
 
-Mode = Literal["pass", "slow", "error", "malformed", "lose_response", "refuse"]
+Mode = Literal["pass", "slow", "error", "malformed", "lose_response", "refuse", "stale"]
 _HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding"}
 
 
@@ -63,7 +66,9 @@ class FaultProxy:
         self.seen.append(h.path)
         faulty = self._faulty(h.path)
         mode = self.mode if faulty else "pass"
-        if mode == "refuse":
+        served_before = getattr(h, "served", 0)  # one handler serves one connection
+        h.served = served_before + 1  # type: ignore[attr-defined]
+        if mode == "refuse" or (mode == "stale" and served_before):
             h.close_connection = True
             h.connection.close()
             return

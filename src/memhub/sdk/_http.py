@@ -5,6 +5,11 @@ sync clients send through `SyncHttp`, the async ones through `AsyncHttp`, and bo
 with `decode_response`. Client classes write each call once, generic in what `_send` returns
 (`dict` for sync, an awaitable of it for async); `coroutine_calls` then makes the async class's
 inherited calls real coroutine functions.
+
+A read (`Request.reads`) is sent a second time, once, when its connection dropped under it
+(`DROPPED_CONNECTION`): a pooled keep-alive connection the server closed while idle fails the next
+request sent on it before any answer, and the pool then opens a fresh one. A write is never sent
+twice by the SDK: the server may have done it before the connection dropped.
 """
 
 from __future__ import annotations
@@ -24,12 +29,47 @@ ResultT = TypeVar("ResultT", JsonObject, Awaitable[JsonObject])
 ClassT = TypeVar("ClassT", bound=type)
 
 
+# The last segment of a route that only reads (`/v3/atomic/search`, `/v3/meta/team/get`, `/v3/skill/files/read` …).
+# Every other route may write (add, create, update, write, delete, clear, append, grant, publish, tools/call …).
+READ_VERBS = frozenset(
+    {
+        "get",
+        "get-by-name",
+        "list",
+        "list-accessible",
+        "list-with-detail",
+        "summary-by-agents",
+        "query",
+        "search",
+        "count",
+        "read",
+        "ls",
+        "recall",
+        "compose",
+        "tools-block",
+        "listing",
+        "export",
+        "check",
+        "verify",
+    }
+)
+# What a connection that dropped under a request raises: the server closed it (an idle keep-alive connection
+# reused just as the server timed it out), reset it, or it broke while the request was written. Timeouts are not
+# among them (the server may be busy with the request), nor a refused connection (nothing to reuse: no server).
+DROPPED_CONNECTION = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
     """One gateway call: a POST of `body` as JSON to `path`."""
 
     path: str
     body: JsonObject
+
+    @property
+    def reads(self) -> bool:
+        """True for a call that only reads, so sending it twice is harmless."""
+        return self.path.rsplit("/", 1)[-1] in READ_VERBS
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,12 +172,20 @@ class SyncHttp:
         self.options = opts
         self._client = httpx.Client(timeout=opts.timeout, verify=opts.verify, transport=transport)
 
+    def _post(self, request: Request) -> httpx.Response:
+        return self._client.post(
+            self.options.endpoint + request.path, json=request.body, headers=dict(self.options.headers)
+        )
+
     def send(self, request: Request) -> JsonObject:
-        """POST the request and decode the envelope."""
+        """POST the request and decode the envelope (a read whose connection dropped is sent once more)."""
         try:
-            response = self._client.post(
-                self.options.endpoint + request.path, json=request.body, headers=dict(self.options.headers)
-            )
+            try:
+                response = self._post(request)
+            except DROPPED_CONNECTION:
+                if not request.reads:
+                    raise
+                response = self._post(request)
         except httpx.RequestError as exc:
             raise _transport_error(exc, request) from exc
         return decode_response(response)
@@ -156,12 +204,20 @@ class AsyncHttp:
         self.options = opts
         self._client = httpx.AsyncClient(timeout=opts.timeout, verify=opts.verify, transport=transport)
 
+    async def _post(self, request: Request) -> httpx.Response:
+        return await self._client.post(
+            self.options.endpoint + request.path, json=request.body, headers=dict(self.options.headers)
+        )
+
     async def send(self, request: Request) -> JsonObject:
-        """POST the request and decode the envelope."""
+        """POST the request and decode the envelope (a read whose connection dropped is sent once more)."""
         try:
-            response = await self._client.post(
-                self.options.endpoint + request.path, json=request.body, headers=dict(self.options.headers)
-            )
+            try:
+                response = await self._post(request)
+            except DROPPED_CONNECTION:
+                if not request.reads:
+                    raise
+                response = await self._post(request)
         except httpx.RequestError as exc:
             raise _transport_error(exc, request) from exc
         return decode_response(response)
