@@ -127,6 +127,10 @@ class IdTaken(SkillStoreError):
     """The new skill id is already in use (any version, any status)."""
 
 
+class KeyReused(SkillStoreError):
+    """An idempotency key came back with other content than the write it was first used for."""
+
+
 class BlobMissing(SkillStoreError):
     """A manifest entry names a file whose bytes are neither in the write nor stored for the tenant."""
 
@@ -186,6 +190,15 @@ class ArchiveDraft:
     task_ref: str | None = None
     note: str | None = None
     max_iterations: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BufferWrite:
+    """What `update_buffer` did: the archive it cut (if any), or nothing because the idempotency key was applied
+    before (`replayed`)."""
+
+    archive: Archive | None = None
+    replayed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
