@@ -31,7 +31,7 @@ from memhub.knowledge.skill.errors import (
     SkillVersionStale,
     StorageNotFound,
 )
-from memhub.knowledge.skill.files import ResourcePayload, check_path, check_total, decode_files
+from memhub.knowledge.skill.files import ResourcePayload, check_kept, check_path, check_total, decode_files
 from memhub.knowledge.skill.format import SkillDocument, content_hash, parse_skill
 from memhub.knowledge.skill.views import build_zip, detail, summary, versions_item
 from memhub.meta.caller import Caller
@@ -195,7 +195,9 @@ class SkillService:
         actor, head = self._writable(caller, ids, skill_id, expected_version)
         decoded = decode_files(files, "files", self.config)
         written = {d.entry.path: d.entry for d in decoded}
-        manifest = [f for f in head.files if f.path not in written] + [d.entry for d in decoded]
+        kept = [f for f in head.files if f.path not in written]
+        check_kept(decoded, kept, "files")
+        manifest = kept + [d.entry for d in decoded]
         check_total(manifest, self.config)
         blobs = {d.entry.sha256: d.data for d in decoded}
         return self._append(actor, head, expected_version, head.content, head.description, manifest, blobs)
