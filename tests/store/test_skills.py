@@ -26,6 +26,7 @@ from memhub.model.skills import (
     SkillFile,
     SkillFilter,
     SkillMissing,
+    SkillReader,
     SkillStatus,
     VersionStale,
 )
@@ -320,6 +321,20 @@ def test_filter_semantics(store: MemoryStore) -> None:
     many = [f"skl-none-{i}" for i in range(5_000)] + ["skl-2", "skl-5"]  # more ids than SQLite has parameters
     assert listed(SkillFilter(skill_ids=many)) == ["skl-5", "skl-2"]
     assert listed(SkillFilter(skill_ids=[])) == []
+    # A reader: what she may read by asset, whatever she wrote, and the drafts she reviews, never anyone else's.
+    drafts_too: tuple[SkillStatus, ...] = ("active", "candidate")
+    assert listed(SkillFilter(reader=SkillReader("u2", ["skl-1"]))) == ["skl-1", "skl-2"]
+    assert listed(SkillFilter(reader=SkillReader("u2", ["skl-1"]), statuses=drafts_too)) == ["skl-1", "skl-3", "skl-2"]
+    assert listed(SkillFilter(reader=SkillReader("u1", ["skl-3", "skl-5"]), statuses=drafts_too)) == ["skl-1", "skl-5"]
+    reviewer = SkillReader("u1", ["skl-5"], reviewed_agent_ids=["a1"])
+    assert listed(SkillFilter(reader=reviewer, statuses=drafts_too)) == ["skl-1", "skl-5", "skl-3"]
+    assert listed(SkillFilter(reader=SkillReader("u1", [], reviews_team=True), statuses=drafts_too)) == [
+        "skl-1",
+        "skl-3",
+    ]
+    # An author's own drafts count whatever `statuses` says (she tries them out); nobody else's do.
+    assert listed(SkillFilter(drafts_of="u2")) == ["skl-1", "skl-5", "skl-4", "skl-3", "skl-2"]
+    assert listed(SkillFilter(drafts_of="u1")) == ["skl-1", "skl-5", "skl-4", "skl-2"]
     page, total = skills.list_heads(SVC, SkillFilter(), 2, 1)
     assert (ids(page), total) == (["skl-5", "skl-4"], 4)
     assert skills.head_ids(SVC, SkillFilter(), 2) == ["skl-1", "skl-5"]

@@ -27,6 +27,7 @@ from memhub.model.skills import (
     SkillHeadline,
     SkillVersion,
 )
+from memhub.store.meta import MetaWriter
 
 
 class SkillStore(ABC):
@@ -53,10 +54,18 @@ class SkillStore(ABC):
 
     @abstractmethod
     def set_status(
-        self, service_id: str, skill_id: str, expected_version: int, status: str, now_ms: int
+        self,
+        service_id: str,
+        skill_id: str,
+        expected_version: int,
+        status: str,
+        now_ms: int,
+        *,
+        alongside: Callable[[MetaWriter], None] | None = None,
     ) -> SkillVersion:
         """Change the head's status in place (publishing a candidate); same refusals as `append`, and NameTaken
-        when the change would make two live heads share a name."""
+        when the change would make two live heads share a name. `alongside` writes to the meta store in the same
+        transaction (the publish's audit entry): both commit, or neither."""
 
     @abstractmethod
     def delete(self, service_id: str, skill_id: str, expected_version: int) -> int:
