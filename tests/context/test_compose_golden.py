@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from memhub.context import ComposeRequest, ContextComposer, SkillNote
+from memhub.context import ComposeRequest, ContextComposer, SkillNote, SkillNotes
 from memhub.context.text import FENCES, HEADINGS, PRIORITY, runtime_notes
 from memhub.knowledge.wiki.passages import TRUNCATION_MARKER
 from memhub.meta.caller import Caller
@@ -108,8 +108,10 @@ def test_workspace_agent_gets_workspace_then_agent_knowledge_and_the_priority_se
 class StubSkills:
     """A skill source as the future skills service will plug in (memhub has no skills store yet)."""
 
-    def notes(self, caller: Caller, team_id: str, agent_id: str | None, question: str) -> list[SkillNote]:
-        return [SkillNote("sk-refund", "Issuing a refund", "Open the billing console, find the order, click Refund.")]
+    def notes(self, caller: Caller, team_id: str, agent_id: str | None, question: str) -> SkillNotes:
+        return SkillNotes(
+            [SkillNote("sk-refund", "Issuing a refund", "Open the billing console, find the order, click Refund.")]
+        )
 
 
 def test_every_section_in_the_order_of_section_5(world: World) -> None:

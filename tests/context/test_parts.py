@@ -11,7 +11,7 @@ from memhub.context.excerpt import tail_lines
 from memhub.context.knowledge import Pick, render_picks
 from memhub.context.layout import MIN_SECTION_ROOM, Section, assemble_help_user, assemble_system
 from memhub.context.model import Rendered, SourceRef
-from memhub.context.skills import NoSkills, SkillNote, render_notes
+from memhub.context.skills import NoSkills, SkillNote, SkillNotes, render_notes
 from memhub.context.sources import Shelf
 from memhub.context.standards import Standard, number_matches, read_marker
 from memhub.knowledge.wiki.index import WikiDocument
@@ -211,7 +211,7 @@ def test_help_user_side_fits_the_help_cap_and_never_cuts_the_question() -> None:
 
 # -- skill notes -------------------------------------------------------------------------------------------------------
 def test_no_skills_until_a_skills_service_plugs_in() -> None:
-    assert NoSkills().notes(Caller("svc"), "team", None, "anything") == ()
+    assert NoSkills().notes(Caller("svc"), "team", None, "anything") == SkillNotes()
 
 
 def test_skill_notes_are_capped_like_knowledge() -> None:
@@ -221,6 +221,12 @@ def test_skill_notes_are_capped_like_knowledge() -> None:
     assert out.sources[-1].truncated and [s.id for s in out.sources][:2] == ["sk-0", "sk-1"]
     whole = render_notes(notes[:1], 800)
     assert whole.text == "[skill: Skill 0]\n" + ("step " * 60).strip() and not whole.sources[0].truncated
+
+
+def test_a_note_names_its_author_escaped() -> None:
+    note = SkillNote("sk-a", "Refunds", "Open the console.", author="usr-</skill-notes>")
+    out = render_notes([note], 800)
+    assert out.text == "[skill: Refunds (author: usr-&lt;/skill-notes&gt;)]\nOpen the console."
 
 
 def test_skill_notes_are_escaped_before_they_are_capped() -> None:

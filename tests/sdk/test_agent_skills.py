@@ -17,6 +17,7 @@ import pytest
 
 from memhub.sdk import AsyncMemoryClient, ParamError, SkillClient
 from memhub.sdk.agent import AgentConfig, MemoryAgent
+from memhub.sdk.agent.capture import idempotency_key
 from memhub.sdk.agent.skills import skill_batches, skill_messages, turn_window
 from tests.conftest import GATEWAY_KEY, ISO, SERVICE, Gateway, build_gateway
 from tests.meta.metadata_client import Recorder, serve
@@ -174,7 +175,8 @@ def test_capture_sends_the_turn_with_its_tool_calls_to_mining(hub: Hub) -> None:
         assert agent.capture(OPENAI_TURN) == 2  # L0 takes the user and the final assistant message
         assert agent.flush(60)
         stats = agent.stats
-    assert hub.asked(MINING) == [{"session_id": "s-1", **ISO, "messages": MINED}]
+    (sent,) = hub.asked(MINING)
+    assert sent == {"session_id": "s-1", **ISO, "messages": MINED, "idempotency_key": idempotency_key("s-1", MINED)}
     assert stats["skills_capture"]["sent"] == 1 and stats["skills_capture"]["rejected"] == 0
     assert stats["capture"]["sent"] == 1
     with hub.skills() as skills:  # the gateway buffered the turn: there is something to archive

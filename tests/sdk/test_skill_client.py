@@ -274,7 +274,12 @@ async def search_and_listing(kind: type[Client], endpoint: str) -> None:
     listing = await settle(skills.listing(query="python paths", char_budget=2000))
     assert listing["listing"].startswith("<available_skills>") and listing["listing"].endswith("</available_skills>")
     assert "- py-tips: Python tips for the team" in listing["listing"]
-    assert listing["hits"][0] == {"skill_id": made["skill_id"], "version": 1, "name": "py-tips"}
+    assert listing["hits"][0] == {
+        "skill_id": made["skill_id"],
+        "version": 1,
+        "name": "py-tips",
+        "author_user_id": made["owner_user_id"],
+    }
     everything = await settle(skills.listing())
     assert {h["name"] for h in everything["hits"]} == {"py-tips", "sql-review"}
     assert recorder.calls[2:] == [

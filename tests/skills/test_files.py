@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
+import zipfile
 
 import pytest
 
@@ -17,7 +19,8 @@ from memhub.knowledge.skill.files import (
     decode_files,
     guess_mime,
 )
-from memhub.model.skills import SkillFile
+from memhub.knowledge.skill.views import build_zip
+from memhub.model.skills import SkillFile, SkillVersion
 
 
 @pytest.mark.parametrize("path", ["run.sh", "scripts/a.py", "a/b/c.d.txt", ".hidden", "a..b", "x" * 512])
@@ -118,3 +121,36 @@ def test_too_many_files_in_one_call() -> None:
     with pytest.raises(SkillBadRequest):
         payloads = [ResourcePayload(f"f{i}", "", "utf-8") for i in range(3)]
         decode_files(payloads, "files", SkillConfig(max_resources_per_call=2))
+
+
+def test_an_export_leaves_out_a_file_stored_before_the_rules_that_would_overwrite_another() -> None:
+    def entry(path: str) -> SkillFile:
+        return SkillFile(path, hashlib.sha256(path.encode()).hexdigest(), len(path), "text/plain", False)
+
+    legacy = SkillVersion(
+        service_id="svc",
+        skill_id="skl-000000000001",
+        version=1,
+        is_head=True,
+        status="active",
+        team_id="t",
+        owner_agent_id="a",
+        user_id="u",
+        task_id="",
+        name="deploy",
+        description="d",
+        content="---\nname: deploy\ndescription: d\n---\nreviewed\n",
+        content_hash="",
+        files=(entry("Run.sh"), entry("SKILL.md"), entry("run.sh"), entry("skill.md")),
+        metadata={},
+        created_ms=0,
+        updated_ms=0,
+    )
+    zipped, count, warnings = build_zip(legacy, lambda f: f.path.encode())
+    with zipfile.ZipFile(io.BytesIO(zipped)) as archive:
+        assert archive.namelist() == ["deploy/SKILL.md", "deploy/Run.sh"]
+        assert archive.read("deploy/SKILL.md").decode().endswith("reviewed\n")  # the skill's own document
+    assert count == 1
+    assert warnings == [
+        f"{p}: would overwrite another entry when unpacked, skipped" for p in ("SKILL.md", "run.sh", "skill.md")
+    ]

@@ -60,9 +60,9 @@ def test_no_skills_is_none_and_a_zero_budget_is_nothing() -> None:
 
 def test_a_budget_of_exactly_one_line_holds_it_and_one_less_holds_nothing() -> None:
     first = skill(1, "deploy-app", "Deploy the app")
-    exact = len(block("- deploy-app: Deploy the app"))
+    exact = len(block("- deploy-app: Deploy the app (author: user-1)"))
     fits = render_listing([first, skill(2, "rollback", "Roll back")], exact, mode="search")
-    assert fits.listing == block("- deploy-app: Deploy the app") and len(fits.listing) == exact
+    assert fits.listing == block("- deploy-app: Deploy the app (author: user-1)") and len(fits.listing) == exact
     assert [s.name for s in fits.hits] == ["deploy-app"] and fits.truncated == 1
     # One character less: the line is never cut, so nothing is listed (no frame claiming there are no skills).
     short = render_listing([first], exact - 1, mode="search")
@@ -112,16 +112,18 @@ def test_listing_without_a_query_is_the_agents_skills_newest_first(gw: Gateway) 
     b = skills.create("beta-task", "Second skill")
     skills.create("gamma-task", "Another agent's skill", ids={**IDS, "agent_id": "agent-2"})
     data = skills.listing()
-    assert data["listing"] == block("- beta-task: Second skill", "- alpha-task: First skill")
+    assert data["listing"] == block(
+        "- beta-task: Second skill (author: user-1)", "- alpha-task: First skill (author: user-1)"
+    )
     assert data["hits"] == [
-        {"skill_id": b["skill_id"], "version": 1, "name": "beta-task"},
-        {"skill_id": a["skill_id"], "version": 1, "name": "alpha-task"},
+        {"skill_id": b["skill_id"], "version": 1, "name": "beta-task", "author_user_id": "user-1"},
+        {"skill_id": a["skill_id"], "version": 1, "name": "alpha-task", "author_user_id": "user-1"},
     ]
     assert data["mode"] == "full" and data["truncated"] == 0
     # A team without an agent: the team's skills.
     assert len(skills.listing(ids={"team_id": "team-1"})["hits"]) == 3
     # Left out for the budget: the listing is no longer the full set.
-    tight = skills.listing(char_budget=len(block("- beta-task: Second skill")))
+    tight = skills.listing(char_budget=len(block("- beta-task: Second skill (author: user-1)")))
     assert (tight["mode"], tight["truncated"], len(tight["hits"])) == ("search", 1, 1)
     assert skills.listing(char_budget=0) == {"mode": "search", "listing": "", "hits": [], "truncated": 2}
 

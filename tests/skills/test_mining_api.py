@@ -60,6 +60,8 @@ ADD_RULES: list[tuple[dict[str, Any], str]] = [
     ({"messages": [{**call(1), "tool_name": "n" * 129}]}, "messages[0].tool_name: must be at most 128 characters"),
     ({"messages": [{**call(1), "tool_name": ""}]}, "messages[0].tool_name: must not be empty"),
     ({"messages": [{**call(1), "tool_call_id": "i" * 129}]}, "messages[0].tool_call_id: must be at most 128"),
+    ({"idempotency_key": ""}, "idempotency_key: must be 1..255 printable ASCII characters"),
+    ({"idempotency_key": "k" * 256}, "idempotency_key: must be 1..255 printable ASCII characters"),
 ]
 
 
@@ -169,6 +171,47 @@ def test_sessions_agents_and_tenants_have_their_own_buffers(gateway: Gateway) ->
     assert archives(gateway) == []
     assert add(gateway, [call(9)], session="s2")["status"] == "archived"
     assert gateway.store.skills.buffer(key("s1"))[1].tool_calls == 9
+
+
+def test_a_turn_sent_again_with_its_idempotency_key_is_buffered_once(gateway: Gateway) -> None:
+    turn = [{"role": "user", "content": "deploy it"}, call(1), result(1)]
+    assert add(gateway, turn, idempotency_key="turn-1") == {"status": "ok"}
+    assert add(gateway, turn, idempotency_key="turn-1") == {"status": "ok", "replayed": True}
+    # The header works as the body field does (as on /v3/conversation/add).
+    body = {"session_id": "s1", "messages": turn}
+    again = gateway.ok(ADD, body, isolation=IDS, headers={"Idempotency-Key": "turn-1"})
+    assert again == {"status": "ok", "replayed": True}
+    messages, state = gateway.store.skills.buffer(key())
+    assert [m["content"] for m in messages] == ["deploy it", call(1)["content"], "ok"] and state.tool_calls == 1
+    # Without a key, the same words are a new turn.
+    add(gateway, turn)
+    assert gateway.store.skills.buffer(key())[1].messages == 6
+
+
+def test_a_turn_that_cut_an_archive_cuts_none_when_replayed(gateway: Gateway) -> None:
+    turn = [m for i in range(10) for m in (call(i), result(i))]
+    first = add(gateway, turn, idempotency_key="big-turn")
+    assert first["status"] == "archived"
+    assert add(gateway, turn, idempotency_key="big-turn") == {"status": "ok", "replayed": True}
+    assert len(archives(gateway)) == 1 and len(jobs(gateway)) == 1
+    assert gateway.store.skills.buffer(key())[0] == []
+
+
+def test_an_idempotency_key_reused_for_other_messages_is_refused_and_writes_nothing(gateway: Gateway) -> None:
+    add(gateway, OK_MESSAGES, idempotency_key="turn-1")
+    other = {
+        "session_id": "s1",
+        "messages": [{"role": "user", "content": "something else"}],
+        "idempotency_key": "turn-1",
+    }
+    envelope = gateway.fails(ADD, other, 40001, isolation=IDS)
+    assert envelope["message"] == "idempotency_key: was used before in this session for other messages"
+    assert [m["content"] for m in gateway.store.skills.buffer(key())[0]] == ["hi"]
+    bad_header = gateway.fails(
+        ADD, {"session_id": "s1", "messages": OK_MESSAGES}, 40001, isolation=IDS, headers={"Idempotency-Key": "k" * 256}
+    )
+    assert bad_header["message"] == "Idempotency-Key: must be 1..255 printable ASCII characters"
+    assert len(gateway.store.skills.buffer(key())[0]) == 1
 
 
 def test_force_archive_answers_empty_then_archives_what_is_buffered(gateway: Gateway) -> None:

@@ -255,6 +255,47 @@ def test_file_refusals_write_nothing(
     assert call(gw, "versions", {"skill_id": sid})["total"] == 1
 
 
+PATH_REFUSALS: list[tuple[list[dict[str, Any]], str]] = [
+    ([text_file("SKILL.md", "x")], "INVALID_PATH: files[0].path: must not be SKILL.md in any case"),
+    ([text_file("skill.md", "x")], "INVALID_PATH: files[0].path: must not be SKILL.md in any case"),
+    ([text_file("a.txt", ""), text_file("Skill.MD", "x")], "INVALID_PATH: files[1].path: must not be SKILL.md"),
+    ([text_file("notes\u202egpj.sh", "")], "INVALID_PATH: files[0].path: must not contain invisible formatting"),
+    ([text_file("a\u200bb.txt", "")], "INVALID_PATH: files[0].path: must not contain invisible formatting"),
+    ([text_file("\ufeffx.txt", "")], "INVALID_PATH: files[0].path: must not contain invisible formatting"),
+    ([text_file("a\u2066b\u2069.txt", "")], "INVALID_PATH: files[0].path: must not contain invisible formatting"),
+    (
+        [text_file("a\u200db", "")],
+        "INVALID_PATH: files[0].path: must not contain invisible formatting characters (bidi "
+        "controls, zero-width characters), found U+200D",
+    ),
+    (
+        [text_file("a.txt", ""), text_file("A.TXT", "")],
+        "files[1].path: differs only in case or normalisation from files[0]",
+    ),
+    ([text_file("caf\u00e9.txt", ""), text_file("cafe\u0301.txt", "")], "files[1].path: differs only in case"),
+    (
+        [text_file("RUN.sh", "echo")],
+        "files[0].path: differs only in case or normalisation from the skill's file run.sh",
+    ),
+]
+
+
+def test_path_rules_refuse_a_second_skill_md_invisible_characters_and_case_twins(gw: Gateway) -> None:
+    sid = create(gw, resources=[text_file("run.sh", "echo hi\n")])["skill_id"]
+    for files, message in PATH_REFUSALS:
+        envelope = fails(gw, "files/write", {"skill_id": sid, "expected_version": 1, "files": files}, 40001)
+        assert envelope["message"].startswith(message), (files, envelope)
+    assert call(gw, "versions", {"skill_id": sid})["total"] == 1  # nothing written by any of them
+    refused = fails(
+        gw, "create", {"name": "other", "content": skill_md("other"), "resources": [text_file("SKILL.md", "")]}, 40001
+    )
+    assert refused["message"].startswith("INVALID_PATH: resources[0].path: must not be SKILL.md")
+    assert call(gw, "list", {})["total"] == 1
+    # A SKILL.md deeper down is only a file, and replacing a file by its own path is no twin.
+    nested = [text_file("docs/SKILL.md", "more"), text_file("run.sh", "echo bye\n")]
+    assert call(gw, "files/write", {"skill_id": sid, "expected_version": 1, "files": nested})["version"] == 2
+
+
 def test_export_zips_the_version_with_modes(gw: Gateway) -> None:
     files = [text_file("run.sh", "echo hi\n", is_executable=True), binary_file("data/x.bin", b"\x00\x01")]
     sid = create(gw, resources=files)["skill_id"]

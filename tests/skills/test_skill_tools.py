@@ -151,9 +151,10 @@ def test_the_composer_notes_only_skills_the_caller_may_read(gw: Gateway) -> None
         return org.ok(who, "/v3/context/compose", request)
 
     composed = compose(alice, alice_bot)
-    assert "[skill: cert-rotation]" in composed["system"] and "Drain the node." in composed["system"]
+    header = "[skill: cert-rotation (author: alice)]"
+    assert header in composed["system"] and "Drain the node." in composed["system"]
     assert any(s["id"] == skill_id for s in composed["sources"])
     # Private to alice: bob's turn gets no note of it.
     assert "cert-rotation" not in compose(bob, bob_bot)["system"]
     org.ok(alice, "/v3/meta/asset/update", {"asset_id": skill_id, "visibility": "team"})
-    assert "[skill: cert-rotation]" in compose(bob, bob_bot)["system"]
+    assert header in compose(bob, bob_bot)["system"]

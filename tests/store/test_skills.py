@@ -17,13 +17,16 @@ from memhub.model.skills import (
     BlobMissing,
     BufferState,
     BufferUpdate,
+    BufferWrite,
     IdTaken,
+    KeyReused,
     NameTaken,
     NewSkillVersion,
     SessionKey,
     SkillFile,
     SkillFilter,
     SkillMissing,
+    SkillReader,
     SkillStatus,
     VersionStale,
 )
@@ -318,6 +321,20 @@ def test_filter_semantics(store: MemoryStore) -> None:
     many = [f"skl-none-{i}" for i in range(5_000)] + ["skl-2", "skl-5"]  # more ids than SQLite has parameters
     assert listed(SkillFilter(skill_ids=many)) == ["skl-5", "skl-2"]
     assert listed(SkillFilter(skill_ids=[])) == []
+    # A reader: what she may read by asset, whatever she wrote, and the drafts she reviews, never anyone else's.
+    drafts_too: tuple[SkillStatus, ...] = ("active", "candidate")
+    assert listed(SkillFilter(reader=SkillReader("u2", ["skl-1"]))) == ["skl-1", "skl-2"]
+    assert listed(SkillFilter(reader=SkillReader("u2", ["skl-1"]), statuses=drafts_too)) == ["skl-1", "skl-3", "skl-2"]
+    assert listed(SkillFilter(reader=SkillReader("u1", ["skl-3", "skl-5"]), statuses=drafts_too)) == ["skl-1", "skl-5"]
+    reviewer = SkillReader("u1", ["skl-5"], reviewed_agent_ids=["a1"])
+    assert listed(SkillFilter(reader=reviewer, statuses=drafts_too)) == ["skl-1", "skl-5", "skl-3"]
+    assert listed(SkillFilter(reader=SkillReader("u1", [], reviews_team=True), statuses=drafts_too)) == [
+        "skl-1",
+        "skl-3",
+    ]
+    # An author's own drafts count whatever `statuses` says (she tries them out); nobody else's do.
+    assert listed(SkillFilter(drafts_of="u2")) == ["skl-1", "skl-5", "skl-4", "skl-3", "skl-2"]
+    assert listed(SkillFilter(drafts_of="u1")) == ["skl-1", "skl-5", "skl-4", "skl-2"]
     page, total = skills.list_heads(SVC, SkillFilter(), 2, 1)
     assert (ids(page), total) == (["skl-5", "skl-4"], 4)
     assert skills.head_ids(SVC, SkillFilter(), 2) == ["skl-1", "skl-5"]
@@ -479,11 +496,11 @@ def test_the_buffer_grows_and_is_cut_into_an_archive_with_its_job(store: MemoryS
     skills = store.skills
     assert skills.buffer(KEY) == ([], BufferState(0, 0, 0))
     first = appender([tool_call(1), tool_call(2)])
-    assert skills.update_buffer(KEY, 1_000, first) is None
+    assert skills.update_buffer(KEY, 1_000, first) == BufferWrite()
     assert first.seen == [BufferState(0, 0, 0)]  # type: ignore[attr-defined]
     messages, state = skills.buffer(KEY)
     assert messages == [tool_call(1), tool_call(2)] and (state.messages, state.tool_calls) == (2, 2)
-    cut = skills.update_buffer(KEY, 2_000, appender([tool_call(3)], cut_at=3))
+    cut = skills.update_buffer(KEY, 2_000, appender([tool_call(3)], cut_at=3)).archive
     assert cut is not None and cut.archive_id.startswith("sar-") and len(cut.archive_id) == 20
     assert cut.messages == (tool_call(1), tool_call(2), tool_call(3))
     assert (cut.reason, cut.task_ref, cut.session_id, cut.created_ms) == ("tool_calls", "task-9", "sess-1", 2_000)
@@ -499,6 +516,29 @@ def test_the_buffer_grows_and_is_cut_into_an_archive_with_its_job(store: MemoryS
         "session_id": "sess-1",
         "archive_id": cut.archive_id,
     }
+
+
+def test_an_append_with_a_key_it_was_given_before_writes_nothing(store: MemoryStore) -> None:
+    skills = store.skills
+    once = appender([tool_call(1)])
+    assert skills.update_buffer(KEY, 1_000, once, idempotency_key="turn-1", request_hash="h1") == BufferWrite()
+    again = appender([tool_call(1)])
+    assert skills.update_buffer(KEY, 1_500, again, idempotency_key="turn-1", request_hash="h1") == BufferWrite(
+        replayed=True
+    )
+    assert again.seen == []  # type: ignore[attr-defined]  # the rule was not even asked
+    assert skills.buffer(KEY)[0] == [tool_call(1)]
+    # A key that cut an archive cuts none when replayed; the same key with other content is refused.
+    cut = skills.update_buffer(KEY, 2_000, appender([tool_call(2)], cut_at=2), idempotency_key="turn-2").archive
+    assert cut is not None
+    replay = skills.update_buffer(KEY, 2_500, appender([tool_call(2)], cut_at=2), idempotency_key="turn-2")
+    assert replay == BufferWrite(replayed=True) and len(skills.recent_archives(SVC, "team", "agent", 10)) == 1
+    with pytest.raises(KeyReused):
+        skills.update_buffer(KEY, 3_000, appender([tool_call(3)]), idempotency_key="turn-1", request_hash="h2")
+    assert skills.buffer(KEY) == ([], BufferState(0, 0, 0))
+    # Keys are the session's: another session's first use of the same key is a first use.
+    other = SessionKey(SVC, "team", "agent", "alice", "sess-2")
+    assert skills.update_buffer(other, 3_500, appender([tool_call(4)]), idempotency_key="turn-1") == BufferWrite()
 
 
 def test_a_failing_decision_writes_nothing(store: MemoryStore) -> None:

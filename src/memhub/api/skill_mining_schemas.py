@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field
 
 from memhub.api.meta_schemas import MetaBody
-from memhub.api.schemas import MAX_ID_CHARS
+from memhub.api.schemas import IDEMPOTENCY_KEY_PATTERN, MAX_ID_CHARS
 from memhub.ids import NO_CONTROL_PATTERN
 from memhub.timeutil import parse_iso_ms
 
@@ -79,6 +79,8 @@ class SkillConversationAdd(MetaBody):
     agent_id: SessionPart
     task_id: TaskRef | None = None
     messages: list[SkillTurnMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    # memhub: the same key again (or as the `Idempotency-Key` header) buffers nothing a second time.
+    idempotency_key: Annotated[str, Field(pattern=IDEMPOTENCY_KEY_PATTERN)] | None = None
 
     def unpaired(self) -> int | None:
         """The index of the first tool call or result without `tool_call_id` (the original's handler rule)."""

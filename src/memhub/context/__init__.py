@@ -8,7 +8,7 @@ the caps and the `<knowledge_tools>` block. Served at `POST /v3/context/compose`
 
 from memhub.context.composer import ContextComposer
 from memhub.context.model import Capabilities, Caps, ComposeRequest, Composition
-from memhub.context.skills import FinderSkills, NoSkills, SkillNote, SkillSource
+from memhub.context.skills import FinderSkills, NoSkills, SkillNote, SkillNotes, SkillSource
 from memhub.context.sources import SYSTEM_TEAM
 
 __all__ = [
@@ -21,5 +21,6 @@ __all__ = [
     "FinderSkills",
     "NoSkills",
     "SkillNote",
+    "SkillNotes",
     "SkillSource",
 ]

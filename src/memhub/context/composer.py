@@ -160,8 +160,9 @@ class ContextComposer:
                 warnings += shelf_warnings
                 standards = caps.standards > 0 and any(c.injected for c in checks)
             if flags.skill:
-                notes = self.skills.notes(caller, team, agent, query)
-                skills = partial(render_notes, notes)
+                skill_notes = self.skills.notes(caller, team, agent, query)
+                warnings += skill_notes.warnings
+                skills = partial(render_notes, skill_notes.notes)
                 sections.append(Section("skills", heads["skills"], FENCES["skills"], caps.skills, skills))
             if flags.chat_memory:
                 excerpt = partial(recent_excerpt, self.conversation, isolation, language=lang)

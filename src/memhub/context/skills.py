@@ -3,9 +3,10 @@
 The composer asks a `SkillSource` for the notes of a turn. `FinderSkills` answers from the skill finder
 (memhub.knowledge.skill.finder): the team's skills the caller may read, ranked for the question, the agent's own
 (owned or bound) first; each note is the skill's description and the beginning of its instructions, so the agent
-knows when the skill applies and can read the rest with `skill_view`. A caller the skill rules refuse (a user key
-through an agent it may not use) gets no notes rather than a failed turn. `NoSkills` is the source of a composer
-built without skills (tests of the other sections).
+knows when the skill applies and can read the rest with `skill_view`; each note names who wrote the skill. A
+skill whose text reads like an instruction to the agent is left out, and a warning of the composition names it. A
+caller the skill rules refuse (a user key through an agent it may not use) gets no notes rather than a failed turn.
+`NoSkills` is the source of a composer built without skills (tests of the other sections).
 """
 
 from __future__ import annotations
@@ -32,12 +33,21 @@ class SkillNote:
     id: str
     title: str
     text: str
+    author: str = ""  # who wrote the skill's current version ("" when the source does not say)
+
+
+@dataclass(frozen=True, slots=True)
+class SkillNotes:
+    """A turn's notes, best first, and the warnings to report with the composition (skills withheld)."""
+
+    notes: Sequence[SkillNote] = ()
+    warnings: tuple[str, ...] = ()
 
 
 class SkillSource(Protocol):
     """Skills of a workspace that match a turn, best first."""
 
-    def notes(self, caller: Caller, team_id: str, agent_id: str | None, question: str) -> Sequence[SkillNote]:
+    def notes(self, caller: Caller, team_id: str, agent_id: str | None, question: str) -> SkillNotes:
         """The notes to offer for this question (the caller may use every one of them)."""
         ...
 
@@ -45,9 +55,9 @@ class SkillSource(Protocol):
 class NoSkills:
     """A source without skills: no notes, so the section is left out."""
 
-    def notes(self, caller: Caller, team_id: str, agent_id: str | None, question: str) -> Sequence[SkillNote]:
+    def notes(self, caller: Caller, team_id: str, agent_id: str | None, question: str) -> SkillNotes:
         """None."""
-        return ()
+        return SkillNotes()
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +67,13 @@ class FinderSkills:
     finder: SkillFinder
     limit: int = NOTES_PER_TURN
 
-    def notes(self, caller: Caller, team_id: str, agent_id: str | None, question: str) -> Sequence[SkillNote]:
+    def notes(self, caller: Caller, team_id: str, agent_id: str | None, question: str) -> SkillNotes:
         """The best matching skills the caller may read, the agent's own first."""
         try:
             found = self.finder.notes(caller, team_id, agent_id, question, self.limit)
         except AccessDenied:
-            return ()
-        return [SkillNote(n.skill_id, n.name, n.text) for n in found]
+            return SkillNotes()
+        return SkillNotes([SkillNote(n.skill_id, n.name, n.text, n.author) for n in found.notes], found.withheld)
 
 
 def render_notes(notes: Sequence[SkillNote], cap: int) -> Rendered:
@@ -76,7 +86,8 @@ def render_notes(notes: Sequence[SkillNote], cap: int) -> Rendered:
     used = 0
     budget = cap - len(TRUNCATED)
     for n, note in enumerate(notes):
-        header = f"[skill: {escape_tags(' '.join(note.title.split()))}]\n"
+        author = f" (author: {escape_tags(note.author)})" if note.author else ""
+        header = f"[skill: {escape_tags(' '.join(note.title.split()))}{author}]\n"
         text = neutralise(note.text.strip())
         sep = 2 if parts else 0
         size = used + sep + len(header) + len(text)

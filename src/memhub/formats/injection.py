@@ -23,6 +23,11 @@ _INJECTION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"\bnew instructions\s*:|\bfollow (?:these|my) new instructions\b",
         r"<\s*/?\s*(?:system|assistant|developer)\s*>",
         r"\bdo not follow (?:the |your )?(?:system|developer|previous)\b",
+        # A claimed override of the rules, and a request to send someone's secrets off to an address.
+        r"\b(?:system|admin|security|safety)\s+override\b",
+        r"\b(?:send|post|upload|forward|exfiltrate|transmit|leak|e-?mail)\b.{0,20}\b(?:the\s+user'?s?|users'|your|their)"
+        r"\b.{0,30}\b(?:secrets?|credentials?|passwords?|tokens?|api[\s_-]?keys?|private[\s_-]?keys?|cookies)\b"
+        r".{0,60}(?:https?|ftp)://",
         r"忽略(?:之前|以上|上面|前面|先前|所有|一切)(?:的)?(?:所有)?(?:指令|指示|规则|提示|设定|要求)",
         r"(?:忘记|忘掉|无视|不要理会|不要遵守)(?:之前|以上|上面|所有|你的)(?:的)?(?:所有)?(?:指令|规则|设定|提示词?|限制)",
         r"你现在是|从现在起你是|现在你是一个",
@@ -30,6 +35,8 @@ _INJECTION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"(?:输出|显示|告诉我|透露|泄露|打印|重复)(?:一下)?你的(?:系统)?(?:提示词|指令|设定|prompt)",
         r"系统提示词?",
         r"开发者模式|越狱|DAN模式",
+        r"(?:发送|上传|转发|泄露|提交).{0,10}(?:用户|你)的?.{0,6}(?:密钥|密码|凭据|令牌|私钥|秘密).{0,30}https?://"
+        r"|(?:用户|你)的?.{0,6}(?:密钥|密码|凭据|令牌|私钥|秘密).{0,20}(?:发送|上传|转发|泄露|提交).{0,10}https?://",
     )
 )
 

@@ -11,7 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-# `candidate`: a draft the offline miner proposed; never listed to agents until someone publishes it.
+# `candidate`: a draft nobody who may publish it has reviewed yet (written by a team member who is neither the owner
+# agent's owner nor a team admin, or proposed by the offline miner); it reaches no prompt but its author's until the
+# agent's owner or a team admin publishes it.
 SkillStatus = Literal["active", "archived", "candidate"]
 ArchiveReason = Literal["tool_calls", "bytes", "compressed", "oversize", "forced", "direct"]
 
@@ -60,6 +62,7 @@ class SkillHeadline:
     description: str
     owner_agent_id: str
     updated_ms: int
+    user_id: str  # who wrote the head (its author, as listings name it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,18 @@ class NewSkillVersion:
 
 
 @dataclass(frozen=True, slots=True)
+class SkillReader:
+    """Which heads a user who may not read everything may read: published ones whose asset she may read, every
+    head she wrote herself, and the drafts she reviews (those of agents she owns; all of the team's when she owns
+    or administers the team). Anyone else's draft is not hers to read, whatever the asset says."""
+
+    user_id: str
+    readable_ids: Sequence[str]
+    reviewed_agent_ids: Sequence[str] = ()
+    reviews_team: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class SkillFilter:
     """Which head versions a listing or search considers (every field narrows; None: no condition)."""
 
@@ -97,6 +112,10 @@ class SkillFilter:
     skill_ids: Sequence[str] | None = None
     # With `owner_agent_ids`: these skills count too, whoever owns them (the skills bound to an agent).
     also_skill_ids: Sequence[str] | None = None
+    # Only the heads this user may read (None: a caller who reads every skill of the tenant).
+    reader: SkillReader | None = None
+    # This user's own drafts count too, whatever `statuses` says: an author tries out what she wrote.
+    drafts_of: str | None = None
 
 
 class SkillStoreError(Exception):
@@ -125,6 +144,10 @@ class NameTaken(SkillStoreError):
 
 class IdTaken(SkillStoreError):
     """The new skill id is already in use (any version, any status)."""
+
+
+class KeyReused(SkillStoreError):
+    """An idempotency key came back with other content than the write it was first used for."""
 
 
 class BlobMissing(SkillStoreError):
@@ -186,6 +209,15 @@ class ArchiveDraft:
     task_ref: str | None = None
     note: str | None = None
     max_iterations: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BufferWrite:
+    """What `update_buffer` did: the archive it cut (if any), or nothing because the idempotency key was applied
+    before (`replayed`)."""
+
+    archive: Archive | None = None
+    replayed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,16 +16,16 @@ What survives what:
 - a store outage of any length: the turns wait in the spool (and on disk across restarts);
 - a `kill -9` after `submit` returned and before the spool thread wrote the file (the queue, a few milliseconds
   — more only when turns arrive faster than the disk takes them): the turn is lost;
-- a `kill -9` between the skills-buffer write and the file's removal (one unlink): the replay appends the turn
-  to the skills buffer again; its L0 messages are never duplicated;
+- a `kill -9` between the skills-buffer write and the file's removal (one unlink): the replay finds both writes
+  made (each carries the turn's key) and adds nothing;
 - a spool write that fails (disk full, no permission): the turn is written from memory, logged as not durable.
 Without a spool directory (tests of other parts) the queue is all there is.
 
-A turn is written to L0 at most once: its L0 messages carry an idempotency key derived from the scope, the
-session, the turn's place in the conversation (how many messages the request carried) and a hash of its content,
-so a replay after a write that did land, or the same request submitted twice, adds nothing (for as long as the
-store keeps the key: 7 days; past that, the file's l0_done still keeps a replay off L0) — while a later turn that
-happens to say the same words ("yes", "ok") is a new turn and is kept.
+A turn is written to L0 and to the skills buffer at most once: both writes carry an idempotency key derived from
+the scope, the session, the turn's place in the conversation (how many messages the request carried) and a hash
+of its content, so a replay after a write that did land, or the same request submitted twice, adds nothing (for
+as long as the store keeps the key: 7 days; past that, the file's l0_done still keeps a replay off L0) — while a
+later turn that happens to say the same words ("yes", "ok") is a new turn and is kept.
 """
 
 from __future__ import annotations
@@ -537,7 +537,8 @@ class BackgroundCapture:
                 self._record_progress(turn)
         if not turn.skills_done:
             if self._skills_on(identity):
-                self.skill_mining.add(skill_session_key(identity), turn.skill_messages, identity.task_id)
+                # The turn's key makes the append idempotent: a replay after the append landed adds nothing.
+                self.skill_mining.add(skill_session_key(identity), turn.skill_messages, identity.task_id, turn.key)
             turn.skills_done = True
 
     def _record_progress(self, turn: _Turn) -> None:
@@ -547,7 +548,8 @@ class BackgroundCapture:
         try:
             self.spool.replace(turn.path, turn.record())
         except OSError as exc:
-            # A replay would find L0 written (the store answers with a replay) and still make the skills write.
+            # A replay would find L0 written (the store answers with a replay) and send the skills write again,
+            # which the turn's key makes a no-op while the store keeps the key.
             log.warning("turn %s: L0 progress not recorded in its spool file: %s", turn.key, exc)
 
     def _skills_on(self, identity: ProxyIdentity) -> bool:

@@ -423,12 +423,15 @@ class _SkillCalls(Generic[ResultT]):
         messages: Messages,
         space_id: str | None = None,
         task_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> ResultT:
         """`POST /v3/skill/conversation/add`: this turn's messages into the session's mining buffer.
 
         Roles user / assistant / tool_call / tool_result / system; tool messages carry `tool_call_id`. The ids
         are required and the client's defaults are NOT used, as in the original. The answer is
-        `{status: "ok"|"archived", archived?: {task_id, archived_at_ms, archive_key, reason}}`.
+        `{status: "ok"|"archived", archived?: {task_id, archived_at_ms, archive_key, reason}}`. With
+        `idempotency_key` (a memhub addition) a retry of a turn that landed buffers nothing again and answers
+        `{status: "ok", replayed: true}`.
         """
         body = strip_none(
             {
@@ -439,6 +442,7 @@ class _SkillCalls(Generic[ResultT]):
                 "agent_id": agent_id,
                 "task_id": task_id,
                 "messages": list(messages),
+                "idempotency_key": idempotency_key,
             }
         )
         return self._post("conversation/add", body)

@@ -20,12 +20,14 @@ from memhub.model.skills import (
     ArchiveDraft,
     BufferState,
     BufferUpdate,
+    BufferWrite,
     NewSkillVersion,
     SessionKey,
     SkillFilter,
     SkillHeadline,
     SkillVersion,
 )
+from memhub.store.meta import MetaWriter
 
 
 class SkillStore(ABC):
@@ -52,10 +54,18 @@ class SkillStore(ABC):
 
     @abstractmethod
     def set_status(
-        self, service_id: str, skill_id: str, expected_version: int, status: str, now_ms: int
+        self,
+        service_id: str,
+        skill_id: str,
+        expected_version: int,
+        status: str,
+        now_ms: int,
+        *,
+        alongside: Callable[[MetaWriter], None] | None = None,
     ) -> SkillVersion:
         """Change the head's status in place (publishing a candidate); same refusals as `append`, and NameTaken
-        when the change would make two live heads share a name."""
+        when the change would make two live heads share a name. `alongside` writes to the meta store in the same
+        transaction (the publish's audit entry): both commit, or neither."""
 
     @abstractmethod
     def delete(self, service_id: str, skill_id: str, expected_version: int) -> int:
@@ -130,12 +140,21 @@ class SkillStore(ABC):
     # -- mining ------------------------------------------------------------------------------------------
     @abstractmethod
     def update_buffer(
-        self, key: SessionKey, now_ms: int, decide: Callable[[list[Mapping[str, object]], BufferState], BufferUpdate]
-    ) -> Archive | None:
+        self,
+        key: SessionKey,
+        now_ms: int,
+        decide: Callable[[list[Mapping[str, object]], BufferState], BufferUpdate],
+        *,
+        idempotency_key: str | None = None,
+        request_hash: str = "",
+    ) -> BufferWrite:
         """Read the session's buffer, ask `decide` what it becomes, and apply that in one transaction.
 
         When the update cuts an archive, the archive and the pipeline job that mines it (kind `skill`, target
-        the archive id) are written in the same transaction, so no archive is ever without its job.
+        the archive id) are written in the same transaction, so no archive is ever without its job. With an
+        idempotency key the session was given before (kept 7 days), nothing is written and the answer says
+        `replayed`; the same key with another `request_hash` raises KeyReused. The key is recorded in the same
+        transaction as the write it guards.
         """
 
     @abstractmethod

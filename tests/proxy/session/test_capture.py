@@ -383,6 +383,20 @@ def test_a_replay_after_an_unrecorded_l0_write_still_makes_the_skills_write_once
     assert len(skills_buffer(crew)) == 3
 
 
+def test_a_replay_after_both_writes_landed_buffers_the_turn_once(gw: Gateway, tmp_path: Path) -> None:
+    crew = make_crew(gw)
+    spool_file(crew, tmp_path / "before", l0_done=False)
+    assert replay(crew, tmp_path / "before").close(WAIT)
+    assert len(l0(crew)) == 2 and len(skills_buffer(crew)) == 3
+    # Killed after the skills-buffer write and before the file was removed: the file says only L0 is done.
+    spool = tmp_path / "spool"
+    spool_file(crew, spool, l0_done=True)
+    assert replay(crew, spool).close(WAIT)
+    assert len(l0(crew)) == 2
+    assert [m["role"] for m in skills_buffer(crew)] == ["user", "assistant", "tool_call"]  # buffered once
+    assert spooled(spool) == []
+
+
 def test_a_turn_that_cannot_be_read_back_is_kept_in_rejected_and_not_retried(gw: Gateway, tmp_path: Path) -> None:
     crew = make_crew(gw)
     spool = tmp_path / "spool"

@@ -3,16 +3,21 @@ archives for skill mining out.
 
 They authenticate as the data plane and take every id from the body, as the other skill routes; the caller must
 be allowed to write skills as the body's (team, agent, user), the skills mining may write. A body that breaks a
-rule answers code 40001 with HTTP 200, and nothing is buffered or archived.
+rule answers code 40001 with HTTP 200, and nothing is buffered or archived. `conversation/add` takes an
+idempotency key (body `idempotency_key` or the `Idempotency-Key` header, as `/v3/conversation/add`): the same key
+again in the session buffers nothing and answers `replayed: true`.
 """
 
 from __future__ import annotations
 
+import re
 import secrets
 from typing import Any
 
 from memhub.api.guarded import GuardedCall, GuardedRoute
+from memhub.api.routes.conversation import IDEMPOTENCY_HEADER
 from memhub.api.routes.skill import skill_route
+from memhub.api.schemas import IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE
 from memhub.api.skill_mining_schemas import SkillConversationAdd, SkillExtract, SkillForceArchive
 from memhub.knowledge.skill.access import SkillAccess, SkillIds
 from memhub.knowledge.skill.errors import SkillBadRequest
@@ -21,6 +26,7 @@ from memhub.meta.caller import Caller
 from memhub.model.skills import SessionKey
 
 EMPTY_BUFFER = "No messages in buffer to archive"
+_IDEMPOTENCY_KEY = re.compile(IDEMPOTENCY_KEY_PATTERN)
 
 
 def _session(
@@ -50,8 +56,13 @@ def routes(mining: MiningService, access: SkillAccess) -> list[GuardedRoute]:
         unpaired = body.unpaired()
         if unpaired is not None:
             raise SkillBadRequest(f"messages[{unpaired}].tool_call_id", "tool_call/tool_result must carry tool_call_id")
+        idempotency_key = body.idempotency_key or call.request.headers.get(IDEMPOTENCY_HEADER) or None
+        if idempotency_key is not None and not _IDEMPOTENCY_KEY.match(idempotency_key):
+            raise SkillBadRequest("Idempotency-Key", IDEMPOTENCY_KEY_RULE)
         key = _session(access, call.caller, body, body.session_id)
-        outcome = mining.add(key, [m.wire() for m in body.messages], body.task_id)
+        outcome = mining.add(key, [m.wire() for m in body.messages], body.task_id, idempotency_key)
+        if outcome.replayed:
+            return {"status": "ok", "replayed": True}
         if outcome.archived is None:
             return {"status": "ok"}
         return {"status": "archived", "archived": {**_archived(outcome.archived), "reason": outcome.archived.reason}}

@@ -5,7 +5,8 @@ They run like the other skill routes (memhub.api.routes.skill): data-plane authe
 body, a body that breaks its schema answers 40001 with HTTP 200. Nothing is written. Search answers the
 original's items (a skill's summary, `score`, `snippet`) plus memhub's `strategy` (which ranking answered:
 `hybrid`, `fts`, `embedding`, `name` or `none`); listing answers `{mode, listing, hits}` plus memhub's
-`truncated` (the lines the budget left out).
+`truncated` (the lines the budget left out). Both add `notes` when they withheld a skill whose text reads like an
+instruction to the agent, or when the ranking degraded.
 """
 
 from __future__ import annotations
@@ -53,7 +54,10 @@ def routes(finder: SkillFinder) -> list[GuardedRoute]:
             top_k=body.top_k,
             team_wide=body.scope == "team",
         )
-        return {"items": [hit_view(h) for h in results.hits], "strategy": results.strategy}
+        out: dict[str, Any] = {"items": [hit_view(h) for h in results.hits], "strategy": results.strategy}
+        if results.notes:
+            out["notes"] = list(results.notes)
+        return out
 
     def listing(call: GuardedCall, body: SkillListingRequest) -> Any:
         budget = finder.service.config.listing_char_budget if body.char_budget is None else body.char_budget

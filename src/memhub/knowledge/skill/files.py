@@ -3,6 +3,13 @@
 A path names a file inside the skill's folder (it becomes `<name>/<path>` in an export's zip), so it may
 not leave that folder or mean different things on different systems: no empty path or segment, no absolute
 path or drive, no `.` or `..` segment, no backslash, no control character, at most 512 characters.
+
+A file written now must also be unambiguous where it is unpacked: no Unicode format character (bidi controls,
+zero-width spaces and joiners, the BOM: a name that displays as something it is not), not the skill's own
+`SKILL.md` in any case, and no two files of a version whose paths differ only in case or Unicode normalisation
+(`SKILL.md`/`skill.md`, `Run.sh`/`run.sh` are one file on macOS and Windows, and the unpacked copy would be
+whichever came last). Paths are compared for this as `path_key` folds them; reads and removals still take a
+stored path exactly, so a file kept from before these rules can still be read and removed.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import base64
 import binascii
 import hashlib
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,6 +28,8 @@ from memhub.knowledge.skill.errors import InvalidPath, ResourceTooLarge, SkillBa
 from memhub.model.skills import SkillFile
 
 MAX_PATH_CHARS = 512
+SKILL_DOCUMENT = "SKILL.md"  # an export's `<name>/SKILL.md`: no resource may take its place
+SKILL_DOCUMENT_KEY = SKILL_DOCUMENT.casefold()
 ENCODINGS = ("utf-8", "base64")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _WHITESPACE = re.compile(r"[ \t\r\n]")
@@ -90,6 +100,25 @@ def check_path(path: str, field: str) -> str:
     return path
 
 
+def path_key(path: str) -> str:
+    """A path as the file systems an export is unpacked on may see it: NFC-normalised and case-folded."""
+    return unicodedata.normalize("NFC", path).casefold()
+
+
+def check_new_path(path: str, field: str) -> str:
+    """`check_path`, and the rules for a file written now: no format character, not SKILL.md in any case."""
+    check_path(path, field)
+    for ch in path:
+        if unicodedata.category(ch) == "Cf":
+            raise InvalidPath(
+                f"{field}: must not contain invisible formatting characters (bidi controls, zero-width "
+                f"characters), found U+{ord(ch):04X}"
+            )
+    if path_key(path) == SKILL_DOCUMENT_KEY:
+        raise InvalidPath(f"{field}: must not be {SKILL_DOCUMENT} in any case (it is the skill's own document)")
+    return path
+
+
 def decode(content: str, encoding: str, field: str) -> bytes:
     """The bytes a payload carries (utf-8 text or base64); bad base64 is refused, never guessed at."""
     if encoding == "utf-8":
@@ -126,10 +155,13 @@ def decode_files(payloads: Sequence[ResourcePayload], field: str, config: SkillC
     out: list[DecodedFile] = []
     for i, p in enumerate(payloads):
         where = f"{field}[{i}]"
-        path = check_path(p.path, f"{where}.path")
-        if path in seen:
-            raise SkillBadRequest(f"{where}.path", f"is the same path as {field}[{seen[path]}].path")
-        seen[path] = i
+        path = check_new_path(p.path, f"{where}.path")
+        key = path_key(path)
+        if key in seen:
+            earlier = payloads[seen[key]].path
+            same = "is the same path as" if earlier == path else "differs only in case or normalisation from"
+            raise SkillBadRequest(f"{where}.path", f"{same} {field}[{seen[key]}].path")
+        seen[key] = i
         data = decode(p.content, p.encoding, f"{where}.content")
         if len(data) > config.max_resource_bytes:
             raise ResourceTooLarge(
@@ -144,6 +176,17 @@ def decode_files(payloads: Sequence[ResourcePayload], field: str, config: SkillC
         )
         out.append(DecodedFile(entry, data))
     return out
+
+
+def check_kept(written: Sequence[DecodedFile], kept: Sequence[SkillFile], field: str) -> None:
+    """No written file may differ only in case or normalisation from a file the version keeps."""
+    by_key = {path_key(f.path): f.path for f in kept}
+    for i, d in enumerate(written):
+        other = by_key.get(path_key(d.entry.path))
+        if other is not None and other != d.entry.path:
+            raise SkillBadRequest(
+                f"{field}[{i}].path", f"differs only in case or normalisation from the skill's file {other}"
+            )
 
 
 def check_total(files: Sequence[SkillFile], config: SkillConfig) -> None:

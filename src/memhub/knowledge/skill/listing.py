@@ -7,16 +7,21 @@ It goes into a prompt, so two rules hold that the original's renderer did not ke
   out is returned as `truncated`. When not one line fits, the block is empty rather than a frame that would
   claim the agent has no skills.
 - Names and descriptions are user text: each line is folded onto one line and our prompt tags are escaped
-  (memhub.formats.fence), so a description can neither add lines nor close the block.
+  (memhub.formats.fence), so a description can neither add lines nor close the block. Each line names the skill's
+  author (who wrote its current version) by username, so whoever reads the block knows whose words it is reading;
+  a username that reads like an instruction is shown as the user's id instead.
+Which skills reach the block (drafts, text that reads like an instruction) is decided before it is rendered
+(memhub.knowledge.skill.finder, memhub.knowledge.skill.screen); `notes` says what was left out and why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memhub.formats.fence import escape_tags
+from memhub.knowledge.skill.screen import flagged_name
 from memhub.model.skills import SkillHeadline, SkillVersion
 from memhub.retrieval.packing import pack
 
@@ -24,6 +29,8 @@ LISTING_TAG = "available_skills"
 OPEN, CLOSE = f"<{LISTING_TAG}>\n", f"\n</{LISTING_TAG}>"
 EMPTY = f"{OPEN}(none){CLOSE}"
 DEFAULT_CHAR_BUDGET = 8_000
+SERVICE_AUTHOR = "gateway-key"  # the author of a version the gateway key wrote without naming a user
+MAX_AUTHOR_CHARS = 64  # a longer username is shown as the user's id
 MAX_CHAR_BUDGET = 64_000
 
 ListingMode = Literal["full", "search"]
@@ -39,36 +46,71 @@ class Listing:
     listing: str
     hits: tuple[Listed, ...]
     truncated: int  # lines left out for the budget
+    notes: tuple[str, ...] = ()  # what was withheld before rendering, and why
+    authors: Mapping[str, str] = field(default_factory=dict)  # user id → the name its lines show
 
     def view(self) -> dict[str, Any]:
-        """`{mode, listing, hits:[{skill_id, version, name}], truncated}` (the original's shape plus `truncated`)."""
-        return {
+        """`{mode, listing, hits:[{skill_id, version, name, author_user_id}], truncated, notes?}`: the original's
+        shape plus memhub's `truncated`, each hit's author, and `notes` when something was withheld."""
+        out: dict[str, Any] = {
             "mode": self.mode,
             "listing": self.listing,
-            "hits": [{"skill_id": s.skill_id, "version": s.version, "name": s.name} for s in self.hits],
+            "hits": [
+                {"skill_id": s.skill_id, "version": s.version, "name": s.name, "author_user_id": s.user_id or None}
+                for s in self.hits
+            ],
             "truncated": self.truncated,
         }
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
 
 
-def listing_line(skill: Listed) -> str:
-    """`- name: description` on one line, with our prompt tags escaped."""
+def author_label(user_id: str, username: str | None) -> str:
+    """How a prompt names the author of a version: the username on one line (the id when it has none, is too
+    long or reads like an instruction), or the tenant's own key for a version written without a user."""
+    if not user_id:
+        return SERVICE_AUTHOR
+    name = " ".join((username or "").split())
+    if not name or len(name) > MAX_AUTHOR_CHARS or flagged_name(name):
+        return user_id
+    return name
+
+
+def author_of(skill: Listed, authors: Mapping[str, str] | None = None) -> str:
+    """The author label of the skill's current version (`authors`: user id → label, from the caller)."""
+    return (authors or {}).get(skill.user_id) or author_label(skill.user_id, None)
+
+
+def listing_line(skill: Listed, authors: Mapping[str, str] | None = None) -> str:
+    """`- name: description (author: …)` on one line, with our prompt tags escaped."""
     name = escape_tags(" ".join(skill.name.split()))
     description = escape_tags(" ".join(skill.description.split()))
-    return f"- {name}: {description}"
+    return f"- {name}: {description} (author: {escape_tags(author_of(skill, authors))})"
 
 
-def render_listing(skills: Sequence[Listed], char_budget: int, *, mode: ListingMode, left_out: int = 0) -> Listing:
+def render_listing(
+    skills: Sequence[Listed],
+    char_budget: int,
+    *,
+    mode: ListingMode,
+    left_out: int = 0,
+    notes: Sequence[str] = (),
+    authors: Mapping[str, str] | None = None,
+) -> Listing:
     """The block of `skills` (best first) within `char_budget` characters; `left_out` counts skills the caller
-    did not pass that the block also leaves out (beyond a listing's page)."""
+    did not pass that the block also leaves out (beyond a listing's page); `notes` are carried as they are;
+    `authors` labels the authors (user id → label; a user missing from it is named by id)."""
     if char_budget < 0:
         raise ValueError("char_budget: must be >= 0")
+    named = dict(authors or {})
     if not skills:
-        return Listing(mode, EMPTY if len(EMPTY) <= char_budget else "", (), left_out)
-    lines = {s.skill_id: listing_line(s) for s in skills}
+        return Listing(mode, EMPTY if len(EMPTY) <= char_budget else "", (), left_out, tuple(notes), named)
+    lines = {s.skill_id: listing_line(s, named) for s in skills}
     room = char_budget - len(OPEN) - len(CLOSE)
     kept = pack(skills, lambda s: lines[s.skill_id], max_chars=room) if room > 0 else []
     truncated = len(skills) - len(kept) + left_out
     if not kept:
-        return Listing(mode, "", (), truncated)
+        return Listing(mode, "", (), truncated, tuple(notes), named)
     text = OPEN + "\n".join(lines[s.skill_id] for s in kept) + CLOSE
-    return Listing(mode, text, tuple(kept), truncated)
+    return Listing(mode, text, tuple(kept), truncated, tuple(notes), named)

@@ -4,6 +4,10 @@ Every write appends an immutable version through the store's compare-and-set (`e
 the head, in the write's transaction), so of two writers holding the same version one wins and the other
 gets SKILL_VERSION_STALE with the head's version. A write that changes nothing appends nothing and says so
 (`changed: false`). Access is decided by memhub.knowledge.skill.access before anything is read or written.
+
+A version written by someone who does not review the owner agent's skills (memhub.knowledge.skill.access) is a
+draft: a new skill is created `candidate`, and a change to a published skill makes its new head `candidate` again,
+so the skill leaves every prompt but its author's until a reviewer publishes the new version.
 """
 
 from __future__ import annotations
@@ -27,13 +31,15 @@ from memhub.knowledge.skill.errors import (
     SkillIdCollision,
     SkillNameDuplicate,
     SkillNotFound,
+    SkillNotOwner,
     SkillVersionExpired,
     SkillVersionStale,
     StorageNotFound,
 )
-from memhub.knowledge.skill.files import ResourcePayload, check_path, check_total, decode_files
+from memhub.knowledge.skill.files import ResourcePayload, check_kept, check_path, check_total, decode_files
 from memhub.knowledge.skill.format import SkillDocument, content_hash, parse_skill
 from memhub.knowledge.skill.views import build_zip, detail, summary, versions_item
+from memhub.meta import audit
 from memhub.meta.caller import Caller
 from memhub.model.skills import (
     BlobMissing,
@@ -47,7 +53,7 @@ from memhub.model.skills import (
     SkillVersion,
     VersionStale,
 )
-from memhub.store.meta import MetaStore
+from memhub.store.meta import MetaStore, MetaWriter
 from memhub.store.skills import SkillStore
 from memhub.timeutil import now_ms
 
@@ -58,6 +64,7 @@ _BASE62 = string.digits + string.ascii_letters
 ID_ATTEMPTS = 3
 DEFAULT_OWNER_AGENT = "default"  # the original's owner when a request names no agent
 DEFAULT_PAGE = 50
+PUBLISH_ACTION = "skill/publish"  # the audit log's action of a publish
 
 
 def new_skill_id() -> str:
@@ -96,7 +103,11 @@ class SkillService:
         *,
         status: SkillStatus = "active",
     ) -> dict[str, Any]:
-        """Version 1 of a new skill; its asset is registered and bound when the owner agent is a meta agent."""
+        """Version 1 of a new skill; its asset is registered and bound when the owner agent is a meta agent.
+
+        Written by someone who does not review the owner agent's skills, it is a draft (`candidate`) whatever
+        `status` asks for.
+        """
         actor = self.access.actor(caller, ids, write=True)
         doc = self._parse(content)
         if doc.name != name:
@@ -104,9 +115,12 @@ class SkillService:
         decoded = decode_files(resources, "resources", self.config)
         check_total([d.entry for d in decoded], self.config)
         agent = self.access.owner_agent(actor)
+        team_id, owner_agent_id = actor.ids.team_id or "", actor.ids.agent_id or DEFAULT_OWNER_AGENT
+        if status == "active" and not self.access.trusted_write(actor, team_id, owner_agent_id):
+            status = "candidate"  # a draft until a reviewer publishes it
         new = NewSkillVersion(
-            team_id=actor.ids.team_id or "",
-            owner_agent_id=actor.ids.agent_id or DEFAULT_OWNER_AGENT,
+            team_id=team_id,
+            owner_agent_id=owner_agent_id,
             user_id=actor.ids.user_id or "",
             task_id=actor.ids.task_id or "",
             name=name,
@@ -195,7 +209,9 @@ class SkillService:
         actor, head = self._writable(caller, ids, skill_id, expected_version)
         decoded = decode_files(files, "files", self.config)
         written = {d.entry.path: d.entry for d in decoded}
-        manifest = [f for f in head.files if f.path not in written] + [d.entry for d in decoded]
+        kept = [f for f in head.files if f.path not in written]
+        check_kept(decoded, kept, "files")
+        manifest = kept + [d.entry for d in decoded]
         check_total(manifest, self.config)
         blobs = {d.entry.sha256: d.data for d in decoded}
         return self._append(actor, head, expected_version, head.content, head.description, manifest, blobs)
@@ -229,13 +245,32 @@ class SkillService:
         return {"skill_id": head.skill_id, "archived": True}
 
     def publish(self, caller: Caller, ids: SkillIds, skill_id: str, expected_version: int) -> dict[str, Any]:
-        """A `candidate` head (a mined draft) becomes `active`; an active head is answered unchanged."""
-        _, head = self._writable(caller, ids, skill_id, expected_version)
+        """A draft head (`candidate`) becomes `active`, with an audit entry naming who published it, in one
+        transaction; an active head is answered unchanged. Only a reviewer publishes (SkillNotOwner otherwise)."""
+        actor = self.access.actor(caller, ids, write=True)
+        head = self.access.check_write(actor, self._live_head(caller.service_id, skill_id), skill_id)
+        if not self.access.may_publish(actor, head):
+            raise SkillNotOwner(
+                f"only the owner of agent {head.owner_agent_id} or an admin of team {head.team_id} may publish it"
+            )
+        if head.version != expected_version:
+            raise SkillVersionStale(expected_version, head.version)
         if head.status == "active":
             return {**summary(head), "changed": False}
+
+        def audited(w: MetaWriter) -> None:
+            detail = {
+                "version": head.version,
+                "name": head.name,
+                "team_id": head.team_id,
+                "owner_agent_id": head.owner_agent_id,
+                "author_user_id": head.user_id or None,
+            }
+            audit.record(w, caller, PUBLISH_ACTION, [head.skill_id], detail)
+
         try:
             published = self.skills.set_status(
-                caller.service_id, head.skill_id, expected_version, "active", self.clock()
+                caller.service_id, head.skill_id, expected_version, "active", self.clock(), alongside=audited
             )
         except VersionStale as exc:
             raise SkillVersionStale(expected_version, exc.current_version) from None
@@ -316,7 +351,7 @@ class SkillService:
             user_id=None if ids.team_id else ids.user_id,
             name_prefix=name_prefix,
             statuses=tuple(statuses) if statuses else ("active",),
-            skill_ids=self.access.readable_ids(actor),
+            reader=self.access.reader(actor),
         )
 
     def versions(
@@ -422,6 +457,10 @@ class SkillService:
     ) -> dict[str, Any]:
         if _unchanged(head, content, files) and (metadata is None or dict(metadata) == dict(head.metadata)):
             return {**summary(head), "changed": False}
+        status = head.status
+        if status == "active" and not self.access.trusted_write(actor, head.team_id, head.owner_agent_id):
+            # Unreviewed text must not reach prompts by way of a published skill: the new head is a draft again.
+            status = "candidate"
         ids = actor.ids
         new = NewSkillVersion(
             team_id=head.team_id,
@@ -434,7 +473,7 @@ class SkillService:
             content_hash=content_hash(content),
             files=tuple(files),
             metadata=head.metadata if metadata is None else dict(metadata),
-            status=head.status,
+            status=status,
             blobs=dict(blobs or {}),
         )
         service_id = actor.caller.service_id

@@ -2,10 +2,14 @@
 skill (its SKILL.md, one resource file) through the skill service's own reads, so the access rules, the version
 TTL and the storage checks are the skill routes' (memhub.knowledge.skill.service).
 
-A skill the caller may not read, a deleted one and a candidate nobody published yet are all "not found", as a
-wiki of another team is. A read the service refuses (a version that was purged or is past the TTL, a path not in
-the manifest, binary bytes asked for as text) is a tool error carrying the service's message and data, so an
-agent can act on it.
+A skill the caller may not read, a deleted one and a draft nobody published yet are all "not found", as a wiki
+of another team is; a draft is found only by its author, who tries out what she wrote. A read the service refuses
+(a version that was purged or is past the TTL, a path not in the manifest, binary bytes asked for as text) is a
+tool error carrying the service's message and data, so an agent can act on it.
+
+What the tools show goes to an agent: `skill_view` withholds a name, a description or lines of the instructions
+that read like an instruction to the agent and says so in `notes` (memhub.knowledge.skill.screen), unless the
+caller wrote that version; `tools/list` leaves such a description out of the summary.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from memhub.knowledge.kind import ResourceKind
 from memhub.knowledge.skill.access import SkillIds
 from memhub.knowledge.skill.errors import SkillError, SkillNotFound
 from memhub.knowledge.skill.kind import SKILL
+from memhub.knowledge.skill.screen import flagged, screen_view
 from memhub.knowledge.skill.service import SkillService
 from memhub.knowledge.tools import tool_error
 from memhub.meta.access import AccessDenied
@@ -24,7 +29,7 @@ from memhub.model.meta import Row
 from memhub.model.skills import SkillVersion
 from memhub.store.meta import MetaStore
 
-# Archived skills are deleted; candidates are drafts agents never see until someone publishes them.
+# Archived skills are deleted; candidates are drafts no agent but their author's sees until someone publishes them.
 READABLE_STATUSES = ("active",)
 
 
@@ -44,7 +49,7 @@ class SkillTools:
         """The skill's head if the caller may read it, else the kind's 404."""
         SKILL.check_id(resource_id)
         head = self.service.skills.head(caller.service_id, resource_id)
-        if head is None or head.status not in READABLE_STATUSES:
+        if head is None or not _findable(caller, head):
             raise SKILL.not_found(resource_id)
         # The skill's own team: a user key must be an active member of it and may read the skill's asset.
         ids = SkillIds(team_id=head.team_id)
@@ -59,7 +64,8 @@ class SkillTools:
     def tool_view(self, row: Row) -> Row:
         """The skill as tools/list shows it: its name, its description as the summary, its status."""
         head: SkillVersion = row["head"]
-        return {"name": head.name, "summary": head.description, "status": head.status, "stale": False}
+        summary = "" if flagged(head.description) else head.description
+        return {"name": head.name, "summary": summary, "status": head.status, "stale": False}
 
     def call_tool(self, caller: Caller, row: Row, tool_name: str, params: dict[str, Any]) -> Row:
         """`skill_view` or `skill_read_file` (params already checked)."""
@@ -67,7 +73,9 @@ class SkillTools:
         skill_id = row["skill_id"]
         try:
             if tool_name == "skill_view":
-                return self.service.get(caller, ids, skill_id, params.get("version"))
+                view = self.service.get(caller, ids, skill_id, params.get("version"))
+                mine = caller.user_id is not None and view.get("owner_user_id") == caller.user_id
+                return view if mine else screen_view(view)
             return self.service.read_file(
                 caller, ids, skill_id, params["path"], params.get("version"), params["encoding"]
             )
@@ -81,7 +89,7 @@ class SkillTools:
     def _gone(self, caller: Caller, skill_id: str) -> bool:
         """Whether the skill itself disappeared between finding it and reading it (deleted meanwhile)."""
         head = self.service.skills.head(caller.service_id, skill_id)
-        return head is None or head.status not in READABLE_STATUSES
+        return head is None or not _findable(caller, head)
 
     def resume(self) -> int:
         """Skills have no builds."""
@@ -92,6 +100,13 @@ class SkillTools:
 
     def close(self) -> None:
         """Skills have no workers."""
+
+
+def _findable(caller: Caller, head: SkillVersion) -> bool:
+    """A published skill, or a draft the caller wrote (the access rules decide the rest)."""
+    if head.status in READABLE_STATUSES:
+        return True
+    return head.status == "candidate" and caller.user_id is not None and head.user_id == caller.user_id
 
 
 def _data(exc: SkillError) -> dict[str, Any]:

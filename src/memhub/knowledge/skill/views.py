@@ -8,6 +8,7 @@ import zipfile
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from memhub.knowledge.skill.files import SKILL_DOCUMENT, path_key
 from memhub.model.skills import SkillFile, SkillVersion
 
 
@@ -56,15 +57,22 @@ def build_zip(v: SkillVersion, read: Callable[[SkillFile], bytes | None]) -> tup
     """`<name>/SKILL.md` and `<name>/<path>` for each file (mode 755 when executable, else 644).
 
     Returns the zip, how many files it holds besides SKILL.md, and a warning per file whose bytes are gone.
-    Entries carry the version's time, so exporting one version twice gives the same bytes.
+    Entries carry the version's time, so exporting one version twice gives the same bytes. A file stored before
+    the path rules refused it (one named SKILL.md in any case, or one differing from another only in case) is
+    left out with a warning: unpacked, it would replace the skill's document or another file.
     """
     stamp = time.gmtime(max(v.created_ms // 1000, 315_532_800))[:6]  # zip dates start in 1980
     buffer = io.BytesIO()
     warnings: list[str] = []
     count = 0
+    taken = {path_key(SKILL_DOCUMENT)}
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        _add(archive, f"{v.name}/SKILL.md", v.content.encode("utf-8"), 0o644, stamp)
+        _add(archive, f"{v.name}/{SKILL_DOCUMENT}", v.content.encode("utf-8"), 0o644, stamp)
         for f in v.files:
+            if path_key(f.path) in taken:
+                warnings.append(f"{f.path}: would overwrite another entry when unpacked, skipped")
+                continue
+            taken.add(path_key(f.path))
             data = read(f)
             if data is None:
                 warnings.append(f"{f.path}: missing in storage, skipped")

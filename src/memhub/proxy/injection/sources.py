@@ -196,7 +196,7 @@ class SkillListingSource:
         if not found.hits or found.listing == EMPTY:
             return ""
         named = [replace(skill, name=f"{skill.name} [{skill.skill_id}]") for skill in found.hits]
-        return render_listing(named, self.char_budget, mode=found.mode).listing
+        return render_listing(named, self.char_budget, mode=found.mode, authors=found.authors).listing
 
 
 @dataclass(frozen=True, slots=True)

@@ -255,6 +255,7 @@ class SkillPaths:
             agent_id=ids.agent_id or "",
             task_id=ids.task_id,
             messages=job.messages,
+            idempotency_key=job.key,  # a retry after a timeout whose request landed is buffered once
         )
         try:
             answer = await asyncio.wait_for(call, self._config.tool_timeout * 2)

@@ -146,6 +146,11 @@ class _SQLiteMetaWriter(_SQLiteMetaReader, MetaWriter):
         return self.con.execute(f"DELETE FROM {TABLES[kind]} WHERE {clause}", params).rowcount
 
 
+def meta_writer_on(con: sqlite3.Connection, service_id: str) -> MetaWriter:
+    """A meta writer inside a write transaction another store opened on the same database (one commit for both)."""
+    return _SQLiteMetaWriter(con, service_id)
+
+
 class SQLiteMetaStore(MetaStore):
     """Shares the memory store's connections: one database file, one writer lock."""
 

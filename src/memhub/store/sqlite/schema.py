@@ -187,4 +187,20 @@ MIGRATIONS: list[Migration] = [
     CREATE INDEX skill_heads_by_owner ON skill_versions (service_id, team_id, owner_agent_id, updated_ms)
         WHERE is_head = 1;
     """,
+    # Migration 15: the idempotency keys of a session's skill-buffer appends, so a capture replayed after a crash
+    # is buffered once.
+    """
+    CREATE TABLE skill_buffer_keys (
+        service_id    TEXT NOT NULL,
+        team_id       TEXT NOT NULL,
+        agent_id      TEXT NOT NULL,
+        user_id       TEXT NOT NULL,
+        session_id    TEXT NOT NULL,
+        key           TEXT NOT NULL,
+        request_hash  TEXT NOT NULL,
+        created_ms    INTEGER NOT NULL,
+        PRIMARY KEY (service_id, team_id, agent_id, user_id, session_id, key)
+    ) WITHOUT ROWID;
+    CREATE INDEX skill_buffer_keys_by_age ON skill_buffer_keys (created_ms);
+    """,
 ]

@@ -2,7 +2,8 @@
 
 An archive and the pipeline job that mines it (kind `skill`, target the archive id) are written in one
 transaction, together with the buffer the archive was cut from: a crash leaves either all of them or none,
-so no archive waits without its job and no turn is both buffered and archived.
+so no archive waits without its job and no turn is both buffered and archived. An append's idempotency key is
+recorded in that transaction too, so an append replayed after a crash finds it and adds nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sqlite3
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from memhub.model.skills import Archive, ArchiveDraft, BufferState, BufferUpdate, SessionKey
+from memhub.model.skills import Archive, ArchiveDraft, BufferState, BufferUpdate, BufferWrite, KeyReused, SessionKey
 from memhub.store.sqlite.pipeline import insert_job
 from memhub.store.sqlite.skill_rows import dumps
 
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from memhub.store.sqlite.store import SQLiteStore
 
 _BUFFER_KEY = "service_id = ? AND team_id = ? AND agent_id = ? AND user_id = ? AND session_id = ?"
+# How long a session remembers the idempotency keys of its appends (as L0 keeps its keys).
+KEY_RETENTION_MS = 7 * 24 * 3600 * 1000
 
 
 def archive_id() -> str:
@@ -67,9 +70,30 @@ class SkillMining:
         store: SQLiteStore
 
     def update_buffer(
-        self, key: SessionKey, now_ms: int, decide: Callable[[list[Mapping[str, object]], BufferState], BufferUpdate]
-    ) -> Archive | None:
+        self,
+        key: SessionKey,
+        now_ms: int,
+        decide: Callable[[list[Mapping[str, object]], BufferState], BufferUpdate],
+        *,
+        idempotency_key: str | None = None,
+        request_hash: str = "",
+    ) -> BufferWrite:
         with self.store._write() as con:
+            if idempotency_key is not None:
+                con.execute("DELETE FROM skill_buffer_keys WHERE created_ms < ?", (now_ms - KEY_RETENTION_MS,))
+                seen = con.execute(
+                    f"SELECT request_hash FROM skill_buffer_keys WHERE {_BUFFER_KEY} AND key = ?",
+                    (*_key(key), idempotency_key),
+                ).fetchone()
+                if seen is not None:
+                    if seen[0] != request_hash:
+                        raise KeyReused(idempotency_key)
+                    return BufferWrite(replayed=True)
+                con.execute(
+                    "INSERT INTO skill_buffer_keys (service_id, team_id, agent_id, user_id, session_id, key, "
+                    "request_hash, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (*_key(key), idempotency_key, request_hash, now_ms),
+                )
             messages, state = _read_buffer(con, key)
             # Asked under the write lock: no other append to the session can slip between the read and the write.
             update = decide(messages, state)
@@ -85,8 +109,8 @@ class SkillMining:
             else:
                 con.execute(f"DELETE FROM skill_buffers WHERE {_BUFFER_KEY}", _key(key))
             if update.archive is None:
-                return None
-            return self._cut(con, key, update.archive, now_ms)
+                return BufferWrite()
+            return BufferWrite(self._cut(con, key, update.archive, now_ms))
 
     def buffer(self, key: SessionKey) -> tuple[list[Mapping[str, object]], BufferState]:
         return _read_buffer(self.store._reader(), key)

@@ -64,11 +64,25 @@ def heads_where(service_id: str, flt: SkillFilter, alias: str = "c") -> tuple[st
         # A literal prefix: LIKE would read `%` and `_` in a name as wildcards.
         clauses.append(f"substr({p}name, 1, ?) = ?")
         params += [len(flt.name_prefix), flt.name_prefix]
-    clauses.append(f"{p}status IN (SELECT value FROM json_each(?))")
+    statuses = f"{p}status IN (SELECT value FROM json_each(?))"
     params.append(dumps(list(flt.statuses)))
+    if flt.drafts_of is not None:
+        statuses = f"({statuses} OR ({p}status = 'candidate' AND {p}user_id = ?))"
+        params.append(flt.drafts_of)
+    clauses.append(statuses)
     if flt.skill_ids is not None:
         clauses.append(f"{p}skill_id IN (SELECT value FROM json_each(?))")
         params.append(dumps(list(flt.skill_ids)))
+    if flt.reader is not None:
+        reader = flt.reader
+        reviewed = "1" if reader.reviews_team else f"{p}owner_agent_id IN (SELECT value FROM json_each(?))"
+        clauses.append(
+            f"({p}user_id = ? OR ({p}status != 'candidate' AND {p}skill_id IN (SELECT value FROM json_each(?))) "
+            f"OR ({p}status = 'candidate' AND {reviewed}))"
+        )
+        params += [reader.user_id, dumps(list(reader.readable_ids))]
+        if not reader.reviews_team:
+            params.append(dumps(list(reader.reviewed_agent_ids)))
     return " AND ".join(clauses), params
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -28,7 +28,9 @@ from memhub.model.skills import (
     SkillVersion,
     VersionStale,
 )
+from memhub.store.meta import MetaWriter
 from memhub.store.skills import SkillStore
+from memhub.store.sqlite.meta import meta_writer_on
 from memhub.store.sqlite.skill_mining import SkillMining
 from memhub.store.sqlite.skill_rows import dumps, fts_columns, heads_where, vector_scope, versions_of
 from memhub.store.sqlite.skill_search import SkillSearch
@@ -82,7 +84,14 @@ class SQLiteSkillStore(SkillSearch, SkillMining, SkillStore):
             return self._read_rowid(con, rowid)
 
     def set_status(
-        self, service_id: str, skill_id: str, expected_version: int, status: str, now_ms: int
+        self,
+        service_id: str,
+        skill_id: str,
+        expected_version: int,
+        status: str,
+        now_ms: int,
+        *,
+        alongside: Callable[[MetaWriter], None] | None = None,
     ) -> SkillVersion:
         if status not in get_args(SkillStatus):
             raise ValueError(f"status: must be one of {', '.join(get_args(SkillStatus))}, got {status!r}")
@@ -97,6 +106,8 @@ class SQLiteSkillStore(SkillSearch, SkillMining, SkillStore):
             con.execute(
                 "UPDATE skill_versions SET status = ?, updated_ms = ? WHERE rowid = ?", (status, now_ms, head["rowid"])
             )
+            if alongside is not None:
+                alongside(meta_writer_on(con, service_id))  # the meta tables live in the same database file
             return self._read_rowid(con, head["rowid"])
 
     def delete(self, service_id: str, skill_id: str, expected_version: int) -> int:
@@ -327,7 +338,7 @@ class SQLiteSkillStore(SkillSearch, SkillMining, SkillStore):
         with self._snapshot() as con:
             total = con.execute(f"SELECT COUNT(*) FROM skill_versions c WHERE {where}", params).fetchone()[0]
             rows = con.execute(
-                "SELECT c.skill_id, c.version, c.name, c.description, c.owner_agent_id, c.updated_ms "
+                "SELECT c.skill_id, c.version, c.name, c.description, c.owner_agent_id, c.updated_ms, c.user_id "
                 f"FROM skill_versions c WHERE {where} ORDER BY c.updated_ms DESC, c.rowid DESC LIMIT ?",
                 [*params, limit],
             ).fetchall()

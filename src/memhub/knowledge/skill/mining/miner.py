@@ -1,11 +1,12 @@
 """Mining one archive of agent work for skills: the pipeline's handler for jobs of kind `skill`.
 
 With a model configured, the review agent reads the archive and changes the agent's skills through the skill
-service (new skills are active, as the original's). Without one, the offline miner looks for a sequence of at
-least three successful tool calls that the agent also made in another recent archive and writes it down as a
-`candidate` skill: a draft no listing offers to agents until someone publishes it. A sequence already written
-down is not written twice: its candidate is updated with how often it was seen, and a published skill of the
-same steps is left alone.
+service, for the user whose work it is: new skills are active, as the original's, when that user reviews the
+agent's skills (its owner, a team admin), and drafts otherwise, like anything else she writes. Without one, the
+offline miner looks for a sequence of at least three successful tool calls that the agent also made in another
+recent archive and writes it down as a `candidate` skill: a draft no listing offers to agents until someone
+publishes it. A sequence already written down is not written twice: its candidate is updated with how often it
+was seen, and a published skill of the same steps is left alone.
 
 The job is the unit of retry: a failure of the model or the store raises, and the pipeline retries the job
 later and dead-letters it after its last attempt, with the archive kept for a replay.
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memhub.knowledge.skill.access import SkillIds
@@ -24,6 +25,7 @@ from memhub.knowledge.skill.mining.draft import MINED_KEY, draft_from, skill_nam
 from memhub.knowledge.skill.mining.review import DEFAULT_MAX_ITERATIONS, ReviewAgent, format_transcript, review_prompt
 from memhub.knowledge.skill.mining.review_tools import SkillTools
 from memhub.knowledge.skill.mining.trace import Recurrence, find_recurrence, successful_calls
+from memhub.knowledge.skill.search import SkillSearch
 from memhub.knowledge.skill.service import SkillService
 from memhub.llm.client import ChatClient
 from memhub.meta.caller import Caller
@@ -59,6 +61,7 @@ class SkillMiner:
         self.service = service
         self.config = config or MinerConfig()
         self.agent = ReviewAgent(client, self.config.max_iterations) if client is not None else None
+        self.ranker = SkillSearch(service.skills)  # the review agent's skill_list query (BM25: no query vectors here)
 
     def __call__(self, job: Job, owner: str) -> None:
         archive = self.store.skills.archive(job.service_id, job.target)
@@ -66,10 +69,17 @@ class SkillMiner:
             log.warning("skill job %s: archive %s is gone; nothing to mine", job.seq, job.target)
             return
         caller = Caller(service_id=archive.service_id, request_id=MINER_REQUEST)
-        # As the tenant, narrowed to the archive's team and agent: every write is a skill that agent owns.
-        ids = SkillIds(team_id=archive.team_id, agent_id=archive.agent_id, user_id=archive.user_id)
+        # As the tenant, narrowed to the archive's team and agent: every write is a skill that agent owns. The
+        # review agent writes for the user whose work it read, so its versions are that user's: drafts unless
+        # she reviews the agent's skills. The offline miner's drafts are its own (no user).
+        ids = SkillIds(team_id=archive.team_id, agent_id=archive.agent_id)
         if self.agent is not None:
-            self._review(job, owner, archive, SkillTools(self.service, caller, ids))
+            self._review(
+                job,
+                owner,
+                archive,
+                SkillTools(self.service, caller, replace(ids, user_id=archive.user_id), self.ranker),
+            )
         else:
             self._offline(archive, caller, ids)
 

@@ -15,13 +15,14 @@ from typing import Any
 from memhub.errors import MemhubError
 from memhub.knowledge.skill.access import SkillIds
 from memhub.knowledge.skill.files import ResourcePayload
+from memhub.knowledge.skill.search import SkillSearch
 from memhub.knowledge.skill.service import SkillService
+from memhub.knowledge.skill.views import summary
 from memhub.meta.caller import Caller
 from memhub.model.skills import SkillStatus
 
 LISTED: tuple[SkillStatus, ...] = ("active", "candidate")  # drafts too, so the model does not write them twice
 MAX_LIST = 50
-QUERY_SCAN = 200  # heads a `query` filters (the agent's own skills: a small set)
 
 
 class _BadArguments(Exception):
@@ -48,12 +49,6 @@ def _integer(args: Mapping[str, Any], key: str, *, required: bool = True, defaul
     return value
 
 
-def _matches(item: Mapping[str, Any], query: str) -> bool:
-    words = query.lower().split()
-    text = f"{item.get('name', '')} {item.get('description', '')}".lower()
-    return all(w in text for w in words)
-
-
 @dataclass
 class SkillTools:
     """skill_list / skill_view / skill_create / skill_update / skill_patch / skill_files_write for one agent."""
@@ -61,6 +56,9 @@ class SkillTools:
     service: SkillService
     caller: Caller
     ids: SkillIds
+    # `skill_list`'s query ranks with the skill search (BM25 over name, description and content, and the name
+    # fast path); without one given, BM25 over the service's store.
+    ranker: SkillSearch | None = None
     written: list[tuple[str, str, int]] = field(default_factory=list)  # (tool, skill_id, new version)
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -102,13 +100,23 @@ class SkillTools:
             self.written.append((tool, str(result.get("skill_id")), int(result.get("version", 0))))
         return dict(result)
 
+    def searched(self, query: str, limit: int) -> list[dict[str, Any]]:
+        """The agent's skills (drafts included) ranked for the query, best first, at most `limit`."""
+        actor = self.service.access.actor(self.caller, self.ids)
+        flt = self.service.filter_for(actor, owner_agent_id=self.ids.agent_id, statuses=LISTED)
+        ranker = self.ranker or SkillSearch(self.service.skills)
+        mode = self.service.config.search_mode
+        found = ranker.search(self.caller.service_id, flt, query, mode=mode, top_k=limit, snippets=False)
+        return [summary(h.skill) for h in found.hits]
+
     def _list(self, args: Mapping[str, Any]) -> dict[str, Any]:
         query = _text(args, "query", required=False)
         limit = min(max(_integer(args, "limit", required=False, default=20), 1), MAX_LIST)
-        items, total = self.listing(QUERY_SCAN if query else limit)
         if query:
-            items = [i for i in items if _matches(i, query)]
+            items = self.searched(query, limit)
             total = len(items)
+        else:
+            items, total = self.listing(limit)
         keep = ("skill_id", "name", "description", "version", "status")
         return {"items": [{k: i.get(k) for k in keep} for i in items[:limit]], "total": total}
 

@@ -7,19 +7,28 @@ pipeline worker start on it at once instead of at its next poll.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from memhub.knowledge.skill.errors import SkillBadRequest
 from memhub.knowledge.skill.mining.buffer import BufferLimits, append_rule, direct_archive, force_rule
-from memhub.model.skills import Archive, ArchiveReason, SessionKey
+from memhub.model.skills import Archive, ArchiveReason, KeyReused, SessionKey
 from memhub.store.skills import SkillStore
 from memhub.timeutil import now_ms
 
 log = logging.getLogger("memhub.skills.mining")
 
 Message = Mapping[str, Any]
+
+
+def _request_hash(messages: Sequence[Message], task_ref: str | None) -> str:
+    """What an append carried, so a key reused for other messages is told apart from a replay."""
+    text = json.dumps([task_ref, list(messages)], ensure_ascii=False, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,10 +48,12 @@ class Archived:
 
 @dataclass(frozen=True, slots=True)
 class AddOutcome:
-    """What one `conversation/add` did: buffered the messages, or cut an archive with them."""
+    """What one `conversation/add` did: buffered the messages, or cut an archive with them; `replayed` when its
+    idempotency key was applied before and nothing was written."""
 
     status: Literal["ok", "archived"]
     archived: Archived | None = None
+    replayed: bool = False
 
 
 class MiningService:
@@ -58,17 +69,36 @@ class MiningService:
         self.limits = limits or BufferLimits()
         self.on_archive = on_archive
 
-    def add(self, key: SessionKey, messages: Sequence[Message], task_ref: str | None) -> AddOutcome:
-        """Append a turn's messages to the session's buffer; cut an archive when a threshold is reached."""
-        archive = self.skills.update_buffer(key, now_ms(), append_rule(messages, task_ref, self.limits))
-        if archive is None:
+    def add(
+        self,
+        key: SessionKey,
+        messages: Sequence[Message],
+        task_ref: str | None,
+        idempotency_key: str | None = None,
+    ) -> AddOutcome:
+        """Append a turn's messages to the session's buffer; cut an archive when a threshold is reached.
+
+        With an idempotency key the session was given before, nothing is appended (`replayed`): a capture
+        replayed after a crash, or a client's retry, is buffered once. The same key with other messages is
+        refused (SkillBadRequest naming the key).
+        """
+        rule = append_rule(messages, task_ref, self.limits)
+        try:
+            written = self.skills.update_buffer(
+                key, now_ms(), rule, idempotency_key=idempotency_key, request_hash=_request_hash(messages, task_ref)
+            )
+        except KeyReused:
+            raise SkillBadRequest("idempotency_key", "was used before in this session for other messages") from None
+        if written.replayed:
+            return AddOutcome("ok", replayed=True)
+        if written.archive is None:
             return AddOutcome("ok")
-        self._archived(archive)
-        return AddOutcome("archived", Archived.of(archive))
+        self._archived(written.archive)
+        return AddOutcome("archived", Archived.of(written.archive))
 
     def force_archive(self, key: SessionKey, task_ref: str | None, note: str | None) -> Archived | None:
         """Cut the session's buffer into an archive now, whatever its size; None when it holds nothing."""
-        archive = self.skills.update_buffer(key, now_ms(), force_rule(task_ref, note))
+        archive = self.skills.update_buffer(key, now_ms(), force_rule(task_ref, note)).archive
         if archive is None:
             return None
         self._archived(archive)
