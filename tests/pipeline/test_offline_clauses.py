@@ -59,6 +59,7 @@ def clauses(text: str, zh: bool = False) -> list[str]:
             "My sister lives in Lisbon and works at a bakery",
             ["My sister lives in Lisbon", "My sister works at a bakery"],
         ),
+        ("Always answer in English and never use emojis", ["Always answer in English", "never use emojis"]),
         # a time said before the subject belongs to every clause
         (
             "Yesterday I went to the park and my son bought ice cream",
@@ -85,6 +86,7 @@ def test_independent_clauses_are_cut_apart(text: str, expected: list[str]) -> No
         "I love to cook and bake bread",
         "I'm tired and bored",
         "I like fried rice and baked beans",
+        "I saved money so I could travel to Japan",  # a purpose, not a second fact
         # a clause that leans on the one before it
         "I went to the show and it was great",
         "I have two cats but my husband is allergic to them",
@@ -163,6 +165,21 @@ def test_the_reported_compound_memory_becomes_two_with_our_resolved() -> None:
 )
 def test_each_clause_is_its_own_memory(text: str, expected: list[str]) -> None:
     assert memories(text) == expected
+
+
+def test_code_mode_splits_team_facts_too() -> None:
+    found = OfflineExtractor().extract([msg("We use pnpm and our CI runs on GitHub Actions.")], [], mode="code")
+    assert [(c.content, c.type) for c in found] == [
+        ("The team uses pnpm.", "work_method"),
+        ("The team's CI runs on GitHub Actions.", "work_fact"),
+    ]
+
+
+def test_two_instructions_are_two_memories() -> None:
+    assert memories("Please don't use tables and always cite sources.") == [
+        "User wants the assistant not to use tables.",
+        "User wants the assistant to always cite sources.",
+    ]
 
 
 def test_every_half_keeps_the_statements_source() -> None:

@@ -18,7 +18,9 @@ and a finite verb of its own, after a part that has its own verb too:
 - inside a subordinate clause ("When I was young and my dad was alive, …"), after a verb of saying or
   thinking ("I think tea is great and coffee is bad"), inside quotes or brackets, nothing is cut;
 - a time said before the subject ("Yesterday I went to the park and my son bought ice cream") belongs to
-  every clause and is repeated in each that has no time of its own.
+  every clause and is repeated in each that has no time of its own;
+- two instructions are two clauses ("Always answer in English and never use emojis"); a purpose after "so"
+  ("I saved money so I could travel") is part of the first.
 
 Chinese clauses are cut at a comma (or 而且/并且) followed by a clause about the speaker (我, 我的…, 我们),
 or by a comma and 而且/并且/同时/还/也/又 followed by a verb, where 我 is carried over ("我喜欢茶，也喜欢咖啡"
@@ -65,7 +67,11 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_BOUNDARY = re.compile(r",?\s+(?:and|but|yet|so)\s+(?=\S)", _I)
+_BOUNDARY = re.compile(r",?\s+(?P<conjunction>and|but|yet|so)\s+(?=\S)", _I)
+# "I saved money so I could travel": a purpose, not a second fact.
+_PURPOSE = re.compile(r"^(?:I|we|you)(?:\s+(?:can|could|would|will|might|may)\b|'(?:d|ll)\b)", _I)
+# "Always answer in English and never use emojis": two instructions, neither with a subject.
+_IMPERATIVE = re.compile(r"^(?:please\s+)?(?:always|never|don't|do not|stop|avoid)\b", _I)
 _SUBORDINATE = re.compile(
     r"\b(?:when|whenever|if|because|cause|while|since|although|though|unless|until|whether|once|as soon as|"
     r"as long as|even if|where|wherever)\b",
@@ -110,7 +116,7 @@ _LEAD_ADVERBS = re.compile(
     r"immediately|quickly|both|all)\s+)+",
     _I,
 )
-_NOUN = r"(?!(?:I|me|we|us|you|he|him|she|her|they|them|it|this|that|there)\b)[a-z][\w-]*"
+_NOUN = r"(?!(?i:I|me|we|us|you|he|him|she|her|they|them|it|this|that|there)\b)[A-Za-z][\w-]*"
 # A subject that opens a clause of its own; he/she/they/it point back, so they are not among them.
 _PRONOUN_SUBJECT = re.compile(r"^(?:I|we|you)(?:(?P<contracted>'(?:m|re|ve|ll|d|s))\b|\s+)", _I)
 _NOUN_SUBJECTS = tuple(
@@ -124,6 +130,7 @@ _NOUN_SUBJECTS = tuple(
 )
 _WORD = re.compile(r"[A-Za-z][\w']*")
 _NOT_VERBS = _words("and or but who that which whose with of to in on at for from by as than so too both all")
+_AFTER_PLURAL_NOUNS = _words("of and or to")
 _DETERMINERS = _words("my our your his her their the a an this that these those some any every")
 # Words that point back into the clause before ("… and they are so cute", "… allergic to them").
 _LEANS_BACK = re.compile(r"\b(?:it|its|it's|them|they|they're|they've|this|these|those|there|he|she|him|his|her)\b", _I)
@@ -158,8 +165,8 @@ def _opens_clause(text: str) -> bool:
             words = _WORD.findall(_LEAD_ADVERBS.sub("", text[m.end() :]))[:2]
             if words and _finite(words[0], after_pronoun=False):
                 plural_noun = words[0].lower() not in _AUXILIARIES and words[0].endswith("s")
-                if not (plural_noun and (len(words) < 2 or words[1].lower() in _NOT_VERBS)):
-                    return True  # "our build uses pnpm", not "their marketing skills to …"
+                if not (plural_noun and (len(words) < 2 or words[1].lower() in _AFTER_PLURAL_NOUNS)):
+                    return True  # "our build uses pnpm", "our CI runs on …", not "their marketing skills to …"
     return False
 
 
@@ -238,7 +245,12 @@ def split_clauses_en(text: str, today: date) -> list[Clause]:
         left, right = carried + body[start : boundary.start()], body[boundary.end() :]
         if _shielded(body, boundary.start()) or _SUBORDINATE.search(left) or _REPORTING.search(left):
             continue
-        if not _has_verb(left):
+        if _IMPERATIVE.match(left) and _IMPERATIVE.match(right):
+            clauses[-1] = replace(clauses[-1], end=offset + boundary.start())
+            clauses.append(Clause(text, offset + boundary.end(), len(text)))
+            start, carried = boundary.end(), ""
+            continue
+        if not _has_verb(left) or (boundary["conjunction"].lower() == "so" and _PURPOSE.match(right)):
             continue
         if _LEANS_BACK.search(body[boundary.end() : _clause_end(body, boundary.end())]):
             continue  # "I have two cats but my husband is allergic to them": alone it loses what "them" is
