@@ -20,7 +20,10 @@ copied). Everything goes through the HTTP API of a real `memhub serve` (default 
 
 Also reported: L1 memories per 100 turns, sources per memory, memories that look like fragments
 (ending on a function word, or under three words), memories that say "User" in a transcript of named
-people, the tokens recall used, and latency p50/p95 of the three calls.
+people, memories holding more than one fact ("multi_fact" and its share; aim ≤ 5 %: two independent
+clauses joined by and/but/yet/so or ';', each with its own subject and finite verb, date notes aside —
+the rule and what it leaves out are in `bench/multi_fact.py`), the tokens recall used, and latency p50/p95
+of the three calls.
 
 Latency at scale (--latency-turns, default 10,000): the LoCoMo turns again, cycled into one scope
 until it holds that many, flushed through the pipeline and embedded; then each question is asked
@@ -51,6 +54,7 @@ import httpx
 
 from common import HERE, Latency, client, ok_data, running_server, write_result
 from locomo import CATEGORIES, DATA, evidence_ids, sessions, turn_messages, wait_for_backlog
+from multi_fact import holds_several_facts
 
 DEFAULT_OUT = HERE / "results" / "recall_quality.json"
 BATCH = 100
@@ -261,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
             else 0.0,
             "fragment_like": sum(looks_like_fragment(m["content"]) for m in all_memories),
             "says_user": sum(bool(re.match(r"User\b", m["content"])) for m in all_memories),
+            "multi_fact": (multi := sum(holds_several_facts(m["content"]) for m in all_memories)),
+            "multi_fact_share": round(multi / len(all_memories), 4) if all_memories else 0.0,
             "names_a_speaker": sum(any(name in m["content"] for name in speakers) for m in all_memories),
             "recall_tokens_mean": round(statistics.fmean(tokens), 1) if tokens else 0.0,
             "recall_items_by_layer": dict(layers),
@@ -283,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{stats['sources_per_memory']} sources per memory, {stats['fragment_like']} fragment-like, "
         f"{stats['says_user']} say 'User', {stats['names_a_speaker']} name a speaker"
     )
+    print(f"L1 holding more than one fact: {stats['multi_fact']} ({stats['multi_fact_share']:.1%}, aim ≤ 5 %)")
     print(f"recall: {stats['recall_tokens_mean']} tokens on average, items by layer {dict(layers)}")
     for row in ROWS:
         lat = latency[row]

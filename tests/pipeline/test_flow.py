@@ -291,3 +291,18 @@ def test_a_transcript_of_two_people_becomes_memories_about_each_of_them(gw: Gate
     marathon = got["Rosa did finish the marathon in Porto in under four hours."]
     assert gw.store.get_atomic("svc-a", marathon["id"]).source_message_ids == (ids[2], ids[3])
     assert not [c for c in got if c.startswith("User")]
+
+
+def test_a_compound_statement_becomes_one_memory_per_fact_each_with_its_source(gw: Gateway) -> None:
+    (said,) = say(gw, "My favourite city is Lisbon and our build uses pnpm.")
+    gw.pipeline.drain()
+    items = sorted(memories(gw), key=lambda m: m["content"])
+    assert [(m["content"], m["source_message_ids"]) for m in items] == [
+        ("User's build uses pnpm.", [said]),
+        ("User's favourite city is Lisbon.", [said]),
+    ]
+    # Said again in a later session, both halves are known already: neither is stored twice nor replaced.
+    say(gw, "My favourite city is Lisbon and our build uses pnpm!", session="s2")
+    gw.ok("/v2/pipeline/flush", {"session_id": "s2"})
+    gw.pipeline.drain()
+    assert sorted((m["id"], m["version"]) for m in memories(gw)) == sorted((m["id"], 0) for m in items)

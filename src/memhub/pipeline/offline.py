@@ -7,7 +7,8 @@ model), to sustain hundreds of messages a second.
 
 Which messages are read and whose memories they become is decided in `offline_speakers`: the user's
 own turns in plain chat ("User …"), and every turn of a named person in a transcript ("Ann …"), never
-an AI's replies. Every candidate passes one fragment check (`quality.is_fragment`) before it is kept.
+an AI's replies. A sentence joining independent clauses is cut into them first (`offline_clauses`), so each
+memory holds one fact. Every candidate passes one fragment check (`quality.is_fragment`) before it is kept.
 The deduplicator lives in `offline_dedup`.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 
 from memhub.formats.injection import looks_like_prompt_injection
 from memhub.pipeline.offline_answers import answered_statement
+from memhub.pipeline.offline_clauses import Clause, split_clauses
 from memhub.pipeline.offline_dates import message_date
 from memhub.pipeline.offline_rules import (
     CJK_CHAR,
@@ -43,7 +45,13 @@ from memhub.pipeline.offline_rules import (
 )
 from memhub.pipeline.offline_rules_code import CODE_RULES_EN, CODE_RULES_ZH
 from memhub.pipeline.offline_rules_en import DATED_EVENT_EN, FILLERS_EN, QUESTION_EN, RULES_EN, swap_pronouns
-from memhub.pipeline.offline_rules_statement import REMARK_EN, STATEMENT_EN, third_person_we
+from memhub.pipeline.offline_rules_statement import (
+    MIN_CONTENT_WORDS,
+    REMARK_EN,
+    STATEMENT_EN,
+    content_words,
+    third_person_we,
+)
 from memhub.pipeline.offline_rules_zh import DATED_EVENT_ZH, FILLERS_ZH, QUESTION_ZH, RULES_ZH, third_person
 from memhub.pipeline.offline_speakers import Speaker, name_subject, read_speaker
 from memhub.pipeline.quality import is_fragment, sanitize, should_extract
@@ -53,6 +61,7 @@ from memhub.pipeline.types import Candidate, PromptMode, SourceMessage
 # each keeps their own share, so one talkative speaker cannot crowd the other out of a batch.
 MAX_CANDIDATES = 20
 MAX_SCENE_NAME = 50
+MIN_CLAUSE_CHARS_ZH = 4  # a Chinese clause naming something has a few characters besides its subject
 
 _CHAT_FAMILIES = frozenset({PREFERENCE, IDENTITY, EVENT, INSTRUCTION})
 # Between people nobody is instructing the assistant: "Don't give up!" is encouragement, not a rule.
@@ -129,14 +138,15 @@ def _remember(rest: str, ctx: Context, families: frozenset[str], mode: PromptMod
 
 def match_sentence(
     sentence: str, today: date, mode: PromptMode = "chat", *, between_people: bool = False
-) -> RuleHit | None:
-    """The memory one sentence yields (typed, time-resolved, above threshold), or None.
+) -> list[RuleHit]:
+    """The memories one sentence yields (typed, time-resolved, above threshold): one per clause that states a
+    fact (`offline_clauses`), in the order said; none for a question or small talk.
 
     `between_people`: the sentence is from a transcript of named people, where nobody instructs the assistant.
     """
     zh = is_chinese(sentence)
     if _QUESTION_END.search(sentence):
-        return None
+        return []
     text = _TRAILING.sub("", _QUOTE_THEN_STOP.sub(r"\2\1", sentence.strip()))
     if len(text) > 1 and text[0] in _QUOTES and text[-1] in _QUOTES:
         text = text[1:-1].strip()  # a quoted sentence; a quote closing a title ("… called "Up"") stays
@@ -146,30 +156,55 @@ def match_sentence(
     if zh:
         text = FILLERS_ZH.sub("", text)
         if QUESTION_ZH.search(text):
-            return None
+            return []
     else:
         text = FILLERS_EN.sub("", _LOWER_I.sub("I", text))
         if QUESTION_EN.match(text) and not _DO_NOT.match(text):
-            return None
+            return []
     if len(text) < 2:
-        return None
-    ctx = Context(today, text, zh, between_people)
+        return []
     families = _CODE_FAMILIES if mode == "code" else _PEOPLE_FAMILIES if between_people else _CHAT_FAMILIES
     if between_people:
         families = families - {INSTRUCTION}
     remember = (_REMEMBER_ZH if zh else _REMEMBER_EN).match(text)
     tail = None if zh or remember else _REMEMBER_TAIL_EN.search(text)
+    asked_to_remember = True
     if tail is not None and tail.start() > 0:  # "I can't stand cilantro, please remember that"
         text = text[: tail.start()]
-        hit = _remember(text, replace(ctx, sentence=text), families, mode)
     elif remember is not None:
-        hit = _remember(clip(remember["r"]), ctx, families, mode)
+        text = clip(remember["r"])
     else:
-        hit = run_rules(_table(zh, mode), text, ctx, families)
-    if hit is None:
-        return None
-    hit = with_time(hit, ctx)
-    return accept(hit, mode)
+        asked_to_remember = False
+
+    def memory_of(clause: Clause) -> RuleHit | None:
+        ctx = Context(today, clause.text, zh, between_people)
+        if asked_to_remember:
+            hit = _remember(clause.text, ctx, families, mode)
+        else:
+            hit = run_rules(_table(zh, mode), clause.text, ctx, families)
+        return None if hit is None else accept(with_time(hit, ctx), mode)
+
+    kept: list[tuple[Clause, RuleHit | None]] = []
+    for clause in split_clauses(text, zh, today):
+        hit = memory_of(clause)
+        if hit is None and kept and kept[-1][1] is not None and _says_something(clause.text, zh):
+            # A clause that is no memory alone but says something ("… and I made it to the top") stays with
+            # the clause before it, so that splitting never loses part of what was said.
+            joined = kept[-1][0].joined(clause)
+            if (with_it := memory_of(joined)) is not None:
+                kept[-1] = (joined, with_it)
+                continue
+        kept.append((clause, hit))
+    return [hit for _, hit in kept if hit is not None]
+
+
+def _says_something(clause: str, zh: bool) -> bool:
+    """Whether a clause names things, as opposed to small talk or a feeling ("I'm coping", "I loved it")."""
+    if zh:
+        return len(CJK_CHAR.findall(third_person(clause).replace("用户", ""))) >= MIN_CLAUSE_CHARS_ZH
+    named = content_words(clause)
+    proper = [w for w in content_words(clause.split(" ", 1)[-1]) if w[:1].isupper()]  # "… seen the Colosseum"
+    return len(named) >= MIN_CONTENT_WORDS or bool(proper)
 
 
 # ---------------------------------------------------------------- extractor
@@ -241,13 +276,11 @@ class OfflineExtractor:
             sentences = split_sentences(text)
             if asked is not None and _other_participant(asked, (message, who)):
                 statement = answered_statement(sanitize(asked[1].text), sentences)
-                hit = match_sentence(statement, today, mode, between_people=between_people) if statement else None
-                if statement is not None and hit is not None:
+                for hit in match_sentence(statement, today, mode, between_people=between_people) if statement else []:
                     hit = replace(hit, metadata={**hit.metadata, "answer_to": asked[0].id})
                     self._keep(found, hit, statement, message, who, [asked[0].id, message.id])
             for sentence in sentences:
-                hit = match_sentence(sentence, today, mode, between_people=between_people)
-                if hit is not None:
+                for hit in match_sentence(sentence, today, mode, between_people=between_people):
                     self._keep(found, hit, sentence, message, who, [message.id])
         return self._candidates(self._capped(list(found.values())), previous_scene)
 
@@ -256,9 +289,10 @@ class OfflineExtractor:
         found: dict[str, _Found], hit: RuleHit, sentence: str, message: SourceMessage, who: Speaker, ids: list[str]
     ) -> None:
         zh = is_chinese(sentence)
-        content = name_subject(hit.content, who.name, zh)
-        if who.name is not None and not zh:
-            content = third_person_we(content)  # between people "our" is the speaker's circle
+        # "we"/"our" left inside a memory are the speaker's circle, told in the third person like "I"/"my".
+        content = name_subject(
+            hit.content.replace("我们", "他们") if zh else third_person_we(hit.content), who.name, zh
+        )
         if is_fragment(content):
             return  # the one gate every candidate passes: nothing that cannot stand alone
         suspect = looks_like_prompt_injection(sentence) or looks_like_prompt_injection(content)

@@ -2,7 +2,9 @@
 
 Pure and deterministic like the offline extractor. A memory's subject ("User", or the named person it
 is about: "Ann", "小王") is compared first: two people's memories never skip or supersede each other,
-however alike their wording ("Ann likes tea." and "Bo likes tea." are two memories).
+however alike their wording ("Ann likes tea." and "Bo likes tea." are two memories). Nor do memories about
+what belongs to someone and about that someone ("User likes tea." and "User's wife likes tea.", the two
+halves of "I like tea and my wife does too"): each is about its own holder.
 """
 
 from __future__ import annotations
@@ -151,10 +153,21 @@ def subject_of(content: str) -> tuple[str | None, str]:
     return m["s"].casefold(), "User" + text[m.end() :]
 
 
+# "User's wife …", "Ann's build …": the memory is about what the subject has, not the subject.
+_HOLDING = re.compile(r"^'s\s+(?P<held>[\w-]+)")
+
+
+def _holder(subject: str | None, as_user: str) -> str | None:
+    """The subject, or the subject's possession when the memory is about that ("user's wife")."""
+    held = _HOLDING.match(as_user[len("User") :]) if subject and as_user.startswith("User") else None
+    return f"{subject}'s {held['held'].lower()}" if held else subject
+
+
 @dataclass(frozen=True, slots=True)
 class _Shape:
     norm: str
     subject: str | None
+    holder: str | None
     tokens: frozenset[str]
     slot: tuple[str, ...] | None
     value: str | None
@@ -166,11 +179,11 @@ def _shape(content: str, kind: str) -> _Shape:
     slot, value = memory_slot(as_user) or (None, None)
     if slot is not None:
         slot = (subject or "", *slot)  # Ann's favourite tea and Bo's are two slots
-    return _Shape(_normalise(content), subject, _tokens(as_user), slot, value, kind)
+    return _Shape(_normalise(content), subject, _holder(subject, as_user), _tokens(as_user), slot, value, kind)
 
 
 def _other_person(a: _Shape, b: _Shape) -> bool:
-    return a.subject is not None and b.subject is not None and a.subject != b.subject
+    return a.subject is not None and b.subject is not None and a.holder != b.holder
 
 
 def _same(a: _Shape, b: _Shape) -> bool:

@@ -102,17 +102,33 @@ def assistant_view(text: str) -> str:
 
 
 def _verb_phrase(rest: str) -> str:
-    for pattern, repl in _NEGATIONS:
-        if pattern.match(rest):
-            return pattern.sub(repl, rest, count=1)
     m = _LEAD_ADVERBS.match(rest)
+    adverbs = m[1] if m else ""
+    for pattern, repl in _NEGATIONS:  # "I still haven't …" → "still has not …"
+        if pattern.match(rest[len(adverbs) :]):
+            return adverbs + pattern.sub(repl, rest[len(adverbs) :], count=1)
     if m is None:
         return rest
     return f"{m[1]}{third_person_verb(m[2])}{rest[m.end() :]}"
 
 
+# "My girlfriend and I went fishing", "Tom and I", "me and my team had a blast": the speaker and someone else.
+_COMPANION = r"(?:(?i:my|our)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+|[A-Z][a-z]+)"
+_TOGETHER_VERB = "|".join(sorted(_NO_S | _words("are have do live love like both all also just often"), key=len))
+WITH_COMPANION = re.compile(
+    rf"^(?:(?P<a>{_COMPANION})\s+and\s+(?:I|me)|(?i:me|I)\s+and\s+(?P<b>{_COMPANION}))\s+"
+    rf"(?P<rest>(?:{_TOGETHER_VERB}|\w+ed)\b.*)",
+)
+
+
 def user_clause(clause: str) -> str | None:
-    """ "I went hiking with my dad" → "User went hiking with their dad"; None if not about "I"/"my"."""
+    """ "I went hiking with my dad" → "User went hiking with their dad"; None if not about "I"/"my".
+
+    The speaker and a companion together stay the plural subject: "My girlfriend and I went fishing" →
+    "User and their girlfriend went fishing".
+    """
+    if together := WITH_COMPANION.match(clause):
+        return f"User and {swap_pronouns(together['a'] or together['b'])} {swap_pronouns(together['rest'])}"
     m = _SUBJECT.match(clause)
     if m is None:
         return None

@@ -14,7 +14,14 @@ import re
 
 from memhub.pipeline.offline_dates import find_time_en
 from memhub.pipeline.offline_rules import EVENT, IDENTITY, Built, Context, rule
-from memhub.pipeline.offline_rules_en import PRONOUN_OBJECT, REQUEST, swap_pronouns, topic_of, user_clause
+from memhub.pipeline.offline_rules_en import (
+    PRONOUN_OBJECT,
+    REQUEST,
+    WITH_COMPANION,
+    swap_pronouns,
+    topic_of,
+    user_clause,
+)
 
 MAX_STATEMENT = 220  # characters; a longer sentence is cut at a clause boundary
 
@@ -128,7 +135,7 @@ def cut(text: str, limit: int = MAX_STATEMENT) -> str:
 def _reorder(sentence: str) -> str | None:
     """The sentence starting with its first-person subject, or None when it has none."""
     for _ in range(2):  # "Sam, last week I …": a vocative, then a time
-        if _FIRST_PERSON.match(sentence):
+        if _FIRST_PERSON.match(sentence) or WITH_COMPANION.match(sentence):
             return sentence
         if m := _ELIDED.match(sentence):
             return ("I've " if m["v"].lower() == "been" else "I ") + sentence[:1].lower() + sentence[1:]
@@ -161,6 +168,10 @@ def _clean(sentence: str) -> str:
     return _VOCATIVE_END.sub("", _SET_PHRASES.sub("", sentence)).strip()
 
 
+_OUR_OWN = re.compile(
+    r"^our\s+(?!(?:conversation|chat|discussion|talk|session|thread|exchange|last|previous|earlier|first|next)\b)",
+    _I,
+)
 # "…, Sam" at the end of a sentence addresses someone; it is not part of the fact.
 _VOCATIVE_END = re.compile(r",\s+[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?\s*$")
 
@@ -176,7 +187,9 @@ def _statement(m: re.Match[str], ctx: Context) -> Built | None:
     if len(content_words(clause)) < MIN_CONTENT_WORDS:
         return None
     # Talking with an assistant, "we" is often the user and the assistant; between people it is the speaker's circle.
-    text = user_clause(clause) or (we_clause(clause) if ctx.between_people else None)
+    # "Our build", "our dog" are the user's own either way, unless "our" is this conversation ("our chat").
+    ours = ctx.between_people or _OUR_OWN.match(clause) is not None
+    text = user_clause(clause) or (we_clause(clause) if ours else None)
     if text is None:
         return None
     text = cut(third_person_we(text).strip())

@@ -168,6 +168,22 @@ def _attribute(m: re.Match[str], ctx: Context) -> Built | None:
     return Built(f"用户的{m['a']}{m['s'] or ''}{m['v']}{obj}。", m["a"])
 
 
+_RELATIONS = (
+    r"老婆|妻子|丈夫|老公|男朋友|女朋友|儿子|女儿|孩子|妈妈|母亲|爸爸|父亲|哥哥|姐姐|弟弟|妹妹|猫|狗|宠物|老板|领导|"
+    r"朋友|同事|室友|家人"
+)
+
+
+@rule("relation", IDENTITY, 65, rf"我的?(?P<r>{_RELATIONS})(?P<o>[^，,]{{2,}})")
+def _relation(m: re.Match[str], ctx: Context) -> Built | None:
+    """ "我老婆喜欢咖啡" → "用户的老婆喜欢咖啡": what the people (and pets) around the user do."""
+    obj = _object(m["o"])
+    if obj is None:
+        return None
+    timed = find_time_zh(ctx.sentence, ctx.today) is not None  # "我老婆昨天生了孩子" is an event with its date
+    return Built(f"用户的{m['r']}{obj}。", m["r"], family=EVENT if timed else None)
+
+
 @rule(
     "status",
     IDENTITY,
@@ -271,6 +287,7 @@ RULES_ZH: tuple[Rule, ...] = (
     _origin,
     _work,
     _attribute,
+    _relation,
     _status,
     _household,
     _learning,
