@@ -67,12 +67,15 @@ AIMS = {"recall": 0.75, "l1_top5": 0.40}
 _DANGLING = frozenset(re.findall(r"\w+", "to the a an of and or my their his her our your its than but"))
 
 
-def ingest(http: httpx.Client, sample: dict[str, Any], user_id: str, session_prefix: str = "") -> dict[str, str]:
-    """Add every turn and flush each session; returns message id → dia_id."""
+def ingest(
+    http: httpx.Client, sample: dict[str, Any], user_id: str, session_prefix: str = "", **scope_ids: str
+) -> dict[str, str]:
+    """Add every turn and flush each session (in the scope of `user_id` and `scope_ids`, e.g. a team and an
+    agent); returns message id → dia_id."""
     conversation = sample["conversation"]
     dia_of: dict[str, str] = {}
     for number, date, turns in sessions(conversation):
-        scope = {"user_id": user_id, "session_id": f"{session_prefix}session_{number}"}
+        scope = {**scope_ids, "user_id": user_id, "session_id": f"{session_prefix}session_{number}"}
         messages = turn_messages(conversation, date, turns)
         for start in range(0, len(messages), BATCH):
             chunk = messages[start : start + BATCH]

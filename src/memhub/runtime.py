@@ -43,7 +43,7 @@ from memhub.proxy.capture import SPOOL_DIR as CAPTURE_SPOOL_DIR
 from memhub.proxy.capture import BackgroundCapture
 from memhub.proxy.commands import MemCommands
 from memhub.proxy.identity import KeyIdentityResolver
-from memhub.proxy.injection import InjectorConfig, build_injector
+from memhub.proxy.injection import InjectorConfig, RecallConfig, build_injector, build_recaller
 from memhub.proxy.service import ProxyService
 from memhub.proxy.session_token import SessionTokens
 from memhub.proxy.upstream import Endpoint, Upstream, UpstreamConfig
@@ -261,6 +261,8 @@ def upstream_config(settings: Settings) -> UpstreamConfig:
         anthropic=Endpoint(settings.proxy_anthropic_base_url, settings.proxy_anthropic_api_key),
         connect_timeout=settings.proxy_connect_timeout_seconds,
         read_timeout=settings.proxy_read_timeout_seconds,
+        max_response_bytes=settings.proxy_max_response_bytes,
+        max_response_seconds=settings.proxy_max_response_seconds,
     )
 
 
@@ -274,9 +276,13 @@ def build_proxy(settings: Settings, hub: Hub) -> tuple[ProxyService, SessionToke
             language=settings.knowledge_language,
             budget_chars=settings.proxy_injection_budget_chars,
             session_ttl_seconds=settings.proxy_session_ttl_seconds,
-            turn_recall=settings.proxy_turn_recall,
         ),
         tokens.mint,
+    )
+    recall = RecallConfig(
+        max_tokens=settings.proxy_turn_recall_max_tokens,
+        timeout_seconds=settings.proxy_turn_recall_timeout_ms / 1000,
+        language=settings.knowledge_language,
     )
     capture = (
         BackgroundCapture(
@@ -292,6 +298,8 @@ def build_proxy(settings: Settings, hub: Hub) -> tuple[ProxyService, SessionToke
         KeyIdentityResolver(hub.meta),
         Upstream(upstream_config(settings)),
         injector=injector,
+        recaller=build_recaller(hub, recall),
+        recall_default=settings.proxy_turn_recall,
         capture=capture,
         commands=commands,
         flush=capture.close if capture is not None else None,

@@ -190,9 +190,23 @@ class Settings(BaseSettings):
     proxy_injection_budget_chars: int = Field(
         24_000, ge=1_000, le=400_000, validation_alias=_names("MEMHUB_PROXY_INJECTION_BUDGET_CHARS")
     )
-    # Per-turn L1 recall before the user's message: off by default, as in the original, because a block that
-    # changes every turn ends the provider's prompt cache at that point.
-    proxy_turn_recall: bool = Field(False, validation_alias=_names("MEMHUB_PROXY_TURN_RECALL"))
+    # Per-turn recall (`/v3/recall`'s ranking for the user's message) in the turn's last user message, after the
+    # request's last cache breakpoint, so the provider's prompt cache still hits; `x-memhub-recall` per request.
+    proxy_turn_recall: bool = Field(True, validation_alias=_names("MEMHUB_PROXY_TURN_RECALL"))
+    proxy_turn_recall_max_tokens: int = Field(
+        1000, ge=50, le=32_000, validation_alias=_names("MEMHUB_PROXY_TURN_RECALL_MAX_TOKENS")
+    )
+    # How long a turn waits for its recall before it goes on without it.
+    proxy_turn_recall_timeout_ms: int = Field(
+        1500, ge=10, le=60_000, validation_alias=_names("MEMHUB_PROXY_TURN_RECALL_TIMEOUT_MS")
+    )
+    # An upstream answer larger than this, or still running this long after the request went out, is cut.
+    proxy_max_response_bytes: int = Field(
+        64 * 1024 * 1024, ge=1024, le=4 * 1024**3, validation_alias=_names("MEMHUB_PROXY_MAX_RESPONSE_BYTES")
+    )
+    proxy_max_response_seconds: float = Field(
+        900, gt=0, le=86_400, validation_alias=_names("MEMHUB_PROXY_MAX_RESPONSE_SECONDS")
+    )
     # How long a session's injected blocks (and the memory tools' session token) stay valid.
     proxy_session_ttl_seconds: int = Field(
         86_400, ge=60, le=30 * 86_400, validation_alias=_names("MEMHUB_PROXY_SESSION_TTL_SECONDS")

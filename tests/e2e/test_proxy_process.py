@@ -32,7 +32,7 @@ def test_memhub_proxy_serves_the_proxy_alone(launcher: Launcher, data_dir: Path)
         )
         assert raw.parse().choices[0].message.content == "ok from upstream"
         # The admin's only team and agent are the turn's scope: the memory tools are in the prompt.
-        assert raw.headers["x-memhub-memory"] == "injected"
+        assert raw.headers["x-memhub-memory"] == "injected; recall=none"  # per-turn recall found nothing yet
         [sent] = upstream.turns("/v1/chat/completions")
         assert "<tdai_memory_tools>" in sent.json["messages"][0]["content"]
         assert sent.headers["authorization"] == "Bearer sk-up"

@@ -74,7 +74,7 @@ class FixedInjector(Injector):
     fail: bool = False
     kinds: list[RequestKind] = field(default_factory=list)
 
-    async def blocks(self, identity: ProxyIdentity, kind: RequestKind, query: str) -> list[Block]:
+    async def blocks(self, identity: ProxyIdentity, kind: RequestKind) -> list[Block]:
         self.kinds.append(kind)
         if self.fail:
             raise RuntimeError("the injector broke")
@@ -87,9 +87,6 @@ class FixedInjector(Injector):
 
     def flat(self, blocks: Sequence[Block]) -> str:
         return "\n\n".join(b.text for b in blocks if b.point.startswith("system."))
-
-    def user_prefix(self, blocks: Sequence[Block]) -> str:
-        return "".join(b.text + "\n" for b in blocks if b.point == "user.before")
 
     def forget_session(self, identity: ProxyIdentity) -> None:
         pass

@@ -7,11 +7,14 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from tests.fake_server import LocalServer, TrackedHandler
+
+ENDLESS_PAUSE = 0.01  # seconds between an endless stream's events: slow enough to leave the CPU to the proxy
 
 
 @dataclass
@@ -27,6 +30,7 @@ class Reply:
     hold: threading.Event | None = None  # streamed: after the first event, wait for this before the rest
     hang: bool = False  # streamed: after the first event, wait until the proxy closes the connection
     stall: threading.Event | None = None  # answer nothing (not even headers) until this is set
+    endless: bool = False  # streamed: after the first event, repeat the second one until the proxy hangs up
 
 
 @dataclass
@@ -128,6 +132,10 @@ class UpstreamHandler(TrackedHandler):
                 self.fake.closed_mid_stream.set()
                 self.close_connection = True
                 return
+            if reply.endless:
+                while True:  # until writing fails: the proxy closed the connection
+                    self._chunk(events[1])
+                    time.sleep(ENDLESS_PAUSE)
             if reply.hold is not None:
                 reply.hold.wait()
             for event in events[1:]:

@@ -58,7 +58,7 @@ def test_claude_code_blocks_land_in_their_slots(real: ProxyRig) -> None:
         system=CLAUDE_SYSTEM,
         messages=[user("hi", marker=True)],  # type: ignore[arg-type]
     )
-    assert raw.headers["x-memhub-memory"] == "injected"
+    assert raw.headers["x-memhub-memory"] == "injected; recall=none"  # per-turn recall found nothing yet
     system = real.upstream.turns("/v1/messages")[0].json["system"]
     assert system[0] == CLAUDE_SYSTEM[0]
     assert system[1]["cache_control"] == {"type": "ephemeral"}

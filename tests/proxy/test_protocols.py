@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from memhub.proxy.classify import classify
-from memhub.proxy.model import Block, RequestKind, WireProtocol
+from memhub.proxy.model import ChatTurn, RequestKind, WireProtocol
 from memhub.proxy.protocols import adapter_for
 from memhub.proxy.protocols.sse import SseDecoder, SseEvent
 from tests.proxy.conftest import BLOCK, FixedInjector
@@ -148,9 +148,7 @@ def test_deepseek_harness_compaction_and_titles() -> None:
     assert classify(WireProtocol.OPENAI_CHAT, "dsh", {**title, "max_tokens": 4096}, {}) is RequestKind.MAIN
 
 
-RECALLED = Block(
-    "recall", "<tdai_recalled_l1_memories>\n1. likes tea\n</tdai_recalled_l1_memories>", "user.before", 100
-)
+RECALLED = "<relevant-memories>\n- [memory] likes tea\n</relevant-memories>"
 BODIES: list[tuple[WireProtocol, dict[str, Any]]] = [
     (WireProtocol.OPENAI_CHAT, {"messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]}),
     (
@@ -188,7 +186,93 @@ BODIES: list[tuple[WireProtocol, dict[str, Any]]] = [
 def test_injecting_never_changes_the_callers_body(protocol: WireProtocol, body: dict[str, Any]) -> None:
     # The injected copy shares what it did not change with the request; the request itself stays as it came.
     before = json.dumps(body)
-    out = adapter_for(protocol).inject(body, [BLOCK, RECALLED], FixedInjector(), "claude-code")
+    out = adapter_for(protocol).inject(body, [BLOCK], FixedInjector(), "claude-code", RECALLED)
     assert json.dumps(body) == before
     sent = json.dumps(out)
     assert "<tdai_memory_tools>" in sent and "likes tea" in sent and sent != before
+
+
+MARK = {"type": "ephemeral"}
+RECALL_PART = {"type": "text", "text": RECALLED}
+
+
+@pytest.mark.parametrize(
+    ("content", "placed"),
+    [
+        # Claude Code marks the last part of the last message: the recall goes after that breakpoint.
+        (
+            [{"type": "text", "text": "<system-reminder>r</system-reminder>"},
+             {"type": "text", "text": "hi", "cache_control": MARK}],
+            [{"type": "text", "text": "<system-reminder>r</system-reminder>"},
+             {"type": "text", "text": "hi", "cache_control": MARK}, RECALL_PART],
+        ),
+        # A marker before the user's text: still right after the (last) marked part.
+        (
+            [{"type": "text", "text": "a", "cache_control": MARK}, {"type": "text", "text": "hi"}],
+            [{"type": "text", "text": "a", "cache_control": MARK}, RECALL_PART, {"type": "text", "text": "hi"}],
+        ),
+        # No marker: just before the user's text, after what comes before it (tool results first, as required).
+        (
+            [{"type": "tool_result", "tool_use_id": "t", "content": "4"}, {"type": "text", "text": "hi"},
+             {"type": "image", "source": {}}],
+            [{"type": "tool_result", "tool_use_id": "t", "content": "4"}, RECALL_PART, {"type": "text", "text": "hi"},
+             {"type": "image", "source": {}}],
+        ),
+        ("hi", f"{RECALLED}\n\nhi"),
+    ],
+)  # fmt: skip
+def test_anthropic_recall_goes_after_the_last_breakpoint_else_before_the_users_text(content: Any, placed: Any) -> None:
+    history = [{"role": "user", "content": "before"}, {"role": "assistant", "content": "ok"}]
+    body = {"messages": [*history, {"role": "user", "content": content}]}
+    out = adapter_for(WireProtocol.ANTHROPIC).inject(body, [], FixedInjector(), "claude-code", RECALLED)
+    assert out["messages"][:2] == history  # the history is the client's, object for object
+    assert out["messages"][2] == {"role": "user", "content": placed}
+    assert "system" not in out  # no blocks: the system prompt is not touched
+
+
+def test_openai_chat_and_responses_put_recall_into_the_last_user_message_only() -> None:
+    chat_adapter = adapter_for(WireProtocol.OPENAI_CHAT)
+    history = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b"},
+    ]
+    out = chat_adapter.inject(
+        {"messages": [*history, {"role": "user", "content": "q"}]}, [], FixedInjector(), "x", RECALLED
+    )
+    assert out["messages"] == [*history, {"role": "user", "content": f"{RECALLED}\n\nq"}]
+    parts = [{"type": "text", "text": "q"}, {"type": "image_url", "image_url": {"url": "u"}}]
+    out = chat_adapter.inject({"messages": [{"role": "user", "content": parts}]}, [], FixedInjector(), "x", RECALLED)
+    assert out["messages"][0]["content"] == [RECALL_PART, *parts]
+
+    responses_adapter = adapter_for(WireProtocol.RESPONSES)
+    earlier = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "a"}]}
+    last = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "q"}]}
+    out = responses_adapter.inject({"input": [earlier, last]}, [BLOCK], FixedInjector(), "codex", RECALLED)
+    developer, first, recalled = out["input"]
+    assert developer["role"] == "developer" and first == earlier
+    assert recalled["content"] == [{"type": "input_text", "text": RECALLED}, {"type": "input_text", "text": "q"}]
+    assert responses_adapter.inject({"input": "q"}, [], FixedInjector(), "codex", RECALLED) == {
+        "input": f"{RECALLED}\n\nq"
+    }
+
+
+def test_recent_turns_are_the_last_user_and_assistant_texts_oldest_first() -> None:
+    conversation = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "one"},
+        {"role": "assistant", "content": [{"type": "text", "text": "two"}, {"type": "tool_use", "id": "t"}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]},
+        {"role": "user", "content": [{"type": "text", "text": "three"}, {"type": "text", "text": "four"}]},
+    ]
+    turns = adapter_for(WireProtocol.ANTHROPIC).recent_turns({"messages": conversation}, 2)
+    assert turns == [ChatTurn("assistant", "two"), ChatTurn("user", "three\nfour")]
+    items = [
+        {"type": "message", "role": "developer", "content": "d"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "q"}]},
+        {"type": "function_call_output", "call_id": "c", "output": "o"},
+        {"role": "assistant", "content": [{"type": "output_text", "text": "a"}]},
+    ]
+    responses_adapter = adapter_for(WireProtocol.RESPONSES)
+    assert responses_adapter.recent_turns({"input": items}, 8) == [ChatTurn("user", "q"), ChatTurn("assistant", "a")]
+    assert responses_adapter.recent_turns({"input": "just this"}, 8) == [ChatTurn("user", "just this")]

@@ -377,3 +377,42 @@ def test_a_bad_space_id_or_body_is_refused(rig: ProxyRig) -> None:
     assert not_json.status_code == 400
     assert not_json.json()["error"]["message"] == "body: must be a JSON object"
     assert not rig.upstream.requests
+
+
+def test_an_upstream_answer_past_the_size_cap_is_cut_and_not_captured(make_rig) -> None:  # type: ignore[no-untyped-def]
+    cap = 64 * 1024
+    rig = make_rig(proxy_max_response_bytes=cap)
+    big = "x" * 200_000  # the fake sends it in two text deltas of 100 KB each
+    rig.upstream.script(Reply(text=big), Reply(text=big), Reply(text="small"))
+    payload = {"model": "gpt-x", "messages": [{"role": "user", "content": "tell me everything"}]}
+    headers = {"authorization": f"Bearer {rig.user_key}", **rig.identity_headers()}
+    received = bytearray()
+    with httpx.Client(base_url=rig.base(), timeout=60) as http:
+        whole = http.post("/chat/completions", json=payload, headers=headers)
+        streamed = http.stream("POST", "/chat/completions", json={**payload, "stream": True}, headers=headers)
+        # The client's connection is cut, never ended cleanly, and nothing past the cap reaches it.
+        with pytest.raises(httpx.RemoteProtocolError), streamed as response:
+            assert response.status_code == 200
+            for chunk in response.iter_raw():
+                received += chunk
+        fine = http.post("/chat/completions", json=payload, headers=headers)
+    assert whole.status_code == 502
+    assert whole.json()["error"]["message"] == f"upstream response cut: more than {cap} bytes"
+    assert 0 < len(received) <= cap
+    assert fine.status_code == 200  # the cap is per answer
+    [(_, _, _, output)] = rig.capture.turns  # only the answer within the cap was captured
+    assert output.text == "small"
+
+
+def test_an_upstream_stream_past_the_time_cap_is_cut_and_not_captured(make_rig) -> None:  # type: ignore[no-untyped-def]
+    rig = make_rig(proxy_max_response_seconds=0.5)
+    rig.upstream.script(Reply(endless=True))
+    payload = {"model": "c", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "go on"}]}
+    headers = {"x-api-key": rig.user_key, "anthropic-version": "2023-06-01", **rig.identity_headers()}
+    with httpx.Client(base_url=rig.base(protocol="anthropic"), timeout=60) as http:
+        streamed = http.stream("POST", "/v1/messages", json=payload, headers=headers)
+        with pytest.raises(httpx.RemoteProtocolError), streamed as response:
+            for _ in response.iter_raw():
+                pass  # events keep coming until the proxy cuts the stream at its time cap
+    assert rig.upstream.closed_mid_stream.wait(60), "the proxy kept the endless upstream stream open"
+    assert not rig.capture.turns

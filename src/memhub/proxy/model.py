@@ -68,14 +68,13 @@ class ProxyIdentity:
         )
 
 
-# Where a block goes. `system.*` points splice into the system prompt (a slot anchor first, the point as the
-# fallback); `user.before` prefixes the turn's last user message (only per-turn recall uses it).
+# Where a block goes: each point splices into the system prompt (a slot anchor first, the point as the fallback).
+# Per-turn recall is not a block: it goes into the turn's last user message (`RecallOutcome`).
 InjectionPoint = Literal[
     "system.prefix",
     "system.before_tools",
     "system.after_tools",
     "system.suffix",
-    "user.before",
 ]
 # Semantic slots of a client's system prompt (Claude Code's `# Heading` sections, other clients' `<tag>`s).
 Slot = Literal["persona", "tools", "skills", "memory", "knowledge", "rules", "task_context"]
@@ -91,7 +90,7 @@ PRIORITY_CUSTOM = 1000
 
 @dataclass(frozen=True, slots=True)
 class Block:
-    """One rendered injection: its text, where it goes and whether it is computed once per session."""
+    """One rendered system-prompt injection, computed once per session: its text and where it goes."""
 
     hook_id: str  # e.g. "tdai-profile-memory-injector"
     text: str
@@ -99,7 +98,23 @@ class Block:
     priority: int
     slot: Slot | None = None
     relation: Relation = "after"
-    session_stable: bool = True  # False: computed every turn (per-turn recall), so never cached
+
+
+@dataclass(frozen=True, slots=True)
+class ChatTurn:
+    """One message of the request's conversation as plain text (its text parts joined), for recall's context."""
+
+    role: str  # "user" | "assistant"
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecallOutcome:
+    """What per-turn recall gave a turn: the block for its last user message ("" when none) and what the
+    `x-memhub-memory` header says about it (`<n>` items, `none`, `off`, `timeout`, `error`)."""
+
+    text: str
+    status: str
 
 
 @dataclass(slots=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from memhub.proxy.model import Block, ProxyIdentity, RequestKind, TurnOutput, WireProtocol
+from memhub.proxy.model import Block, ChatTurn, ProxyIdentity, RecallOutcome, RequestKind, TurnOutput, WireProtocol
 
 
 class ProxyDenied(Exception):
@@ -39,12 +39,11 @@ class IdentityResolver(Protocol):
 
 
 class Injector(Protocol):
-    """The blocks a turn gets and where they go."""
+    """The session's system-prompt blocks and where they go."""
 
-    async def blocks(self, identity: ProxyIdentity, kind: RequestKind, query: str) -> list[Block]:
-        """The turn's blocks: session-stable ones from the session cache (computed on a miss, except for a
-        fork, which reads only), plus per-turn ones when enabled; [] for side queries and auxiliary requests.
-        Never raises: a failing source is left out."""
+    async def blocks(self, identity: ProxyIdentity, kind: RequestKind) -> list[Block]:
+        """The turn's blocks from the session cache (computed on a miss, except for a fork, which reads only);
+        [] for side queries and auxiliary requests. Never raises: a failing source is left out."""
         ...
 
     def splice(self, segments: Sequence[str], blocks: Sequence[Block], agent_source: str) -> list[str]:
@@ -57,12 +56,18 @@ class Injector(Protocol):
         no slots, e.g. the Responses protocol's `<tdai_injections>`)."""
         ...
 
-    def user_prefix(self, blocks: Sequence[Block]) -> str:
-        """The `user.before` blocks' text ("" when none), to put before the turn's last user message."""
-        ...
-
     def forget_session(self, identity: ProxyIdentity) -> None:
         """Drop the session's cached blocks so the next turn recomputes them (`mem:sync`)."""
+        ...
+
+
+class TurnRecaller(Protocol):
+    """Per-turn recall: what memory holds about the user's message, as a block for that message alone."""
+
+    async def recall(self, identity: ProxyIdentity, query: str, recent: Sequence[ChatTurn]) -> RecallOutcome:
+        """The block for `query` (the user's words this turn), given the conversation's last messages `recent`.
+        Never raises and never takes longer than its deadline: a failure or a timeout is an outcome with no
+        text (status `error` / `timeout`)."""
         ...
 
 

@@ -1,30 +1,39 @@
 """The turn handler: who the caller is, what kind of request it is, a `mem:` command answered here, blocks
-injected, the request forwarded, the answer streamed back as it arrives and captured once complete.
+injected (the session's into the system prompt, the turn's recall into the user's message), the request
+forwarded, the answer streamed back as it arrives and captured once complete.
 
-memhub's own failures never fail the turn: an injection error forwards the caller's original bytes, a capture
-error is logged, and what happened is said in the `x-memhub-memory` response header.
+memhub's own failures never fail the turn: an injection error forwards the caller's original bytes, a recall
+that fails or runs past its deadline leaves the turn without recall, a capture error is logged, and what
+happened is said in the `x-memhub-memory` response header. An upstream answer past the size or time cap is cut.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 
 import anyio
 import httpx
 
 from memhub.proxy.classify import classify
-from memhub.proxy.model import ProxyIdentity, RequestKind, TurnOutput, WireProtocol
-from memhub.proxy.ports import Commands, IdentityResolver, Injector, ProxyDenied, TurnCapture
+from memhub.proxy.model import ProxyIdentity, RecallOutcome, RequestKind, TurnOutput, WireProtocol
+from memhub.proxy.ports import Commands, IdentityResolver, Injector, ProxyDenied, TurnCapture, TurnRecaller
 from memhub.proxy.protocols import Body, Family, ProtocolAdapter, StreamTap, adapter_for, dumps
-from memhub.proxy.upstream import Upstream, UpstreamUnavailable
+from memhub.proxy.upstream import Upstream, UpstreamConfig, UpstreamUnavailable
+from memhub.proxy.user_text import clean_user_text
 
 log = logging.getLogger("memhub.proxy")
 
 MEMORY_HEADER = "x-memhub-memory"
+# Per request, `on` or `off`: per-turn recall for this turn, whatever the server's default.
+RECALL_HEADER = "x-memhub-recall"
+RECALL_SWITCH = {"on": True, "off": False}
+RECENT_TURNS = 8  # the conversation's last messages recall is given, to skip what the model already has
 DEFAULT_AGENT_SOURCE = "claude-code"  # what `/proxy/...` serves: the original's default client
 SSE = "text/event-stream"
 ERROR_KINDS = {
@@ -62,9 +71,9 @@ class Forwarding:
 
 
 class ProxyService:
-    """Serves proxied turns and passthrough calls. `injector`, `capture` and `commands` may be None (a proxy
-    that only forwards); `resume` runs at start (capture replays what a previous process left), `flush` at
-    shutdown."""
+    """Serves proxied turns and passthrough calls. `injector`, `recaller`, `capture` and `commands` may be None (a
+    proxy that only forwards); `recall_default` says whether a turn gets recall when its request does not say;
+    `resume` runs at start (capture replays what a previous process left), `flush` at shutdown."""
 
     def __init__(
         self,
@@ -72,6 +81,8 @@ class ProxyService:
         upstream: Upstream,
         *,
         injector: Injector | None = None,
+        recaller: TurnRecaller | None = None,
+        recall_default: bool = True,
         capture: TurnCapture | None = None,
         commands: Commands | None = None,
         flush: Callable[[], object] | None = None,
@@ -80,6 +91,8 @@ class ProxyService:
         self.identity = identity
         self.upstream = upstream
         self.injector = injector
+        self.recaller = recaller
+        self.recall_default = recall_default
         self.capture = capture
         self.commands = commands
         self.flush = flush  # writes what capture still holds (blocking), at shutdown
@@ -109,13 +122,17 @@ class ProxyService:
             return _error(adapter, exc.status, exc.message, "denied")
         if body is None:
             return _error(adapter, 400, "body: must be a JSON object", "passthrough; reason=bad-body")
+        switch = headers.get(RECALL_HEADER)
+        recall_on = self.recall_default if switch is None else RECALL_SWITCH.get(switch.strip().lower())
+        if recall_on is None:
+            return _error(adapter, 400, f"{RECALL_HEADER}: must be on or off", "passthrough; reason=bad-header")
         kind = classify(protocol, agent_source, body, headers)
         user_text = adapter.last_user_text(body)
         if kind is RequestKind.MAIN and user_text is not None and self.commands is not None:
             answer = await self._command(identity, user_text)
             if answer is not None:
                 return _synthetic(adapter, body, answer)
-        forwarding = await self._inject(adapter, identity, kind, body, raw, user_text or "")
+        forwarding = await self._inject(adapter, identity, kind, body, raw, user_text, recall_on)
         capture = self.capture if kind is RequestKind.MAIN and identity.has_memory_scope else None
         return await self._forward(
             adapter.family,
@@ -183,7 +200,14 @@ class ProxyService:
             return None
 
     async def _inject(
-        self, adapter: ProtocolAdapter, identity: ProxyIdentity, kind: RequestKind, body: Body, raw: bytes, query: str
+        self,
+        adapter: ProtocolAdapter,
+        identity: ProxyIdentity,
+        kind: RequestKind,
+        body: Body,
+        raw: bytes,
+        user_text: str | None,
+        recall_on: bool,
     ) -> Forwarding:
         if kind in (RequestKind.SIDE_QUERY, RequestKind.AUXILIARY):
             return Forwarding(raw, f"passthrough; reason={kind.value}")
@@ -192,15 +216,41 @@ class ProxyService:
         if self.injector is None:
             return Forwarding(raw, "passthrough; reason=no-injector")
         try:
-            blocks = await self.injector.blocks(identity, kind, query)
-            if not blocks:
-                return Forwarding(raw, "passthrough; reason=no-blocks")
-            injected = dumps(adapter.inject(body, blocks, self.injector, identity.agent_source))
+            # The session's blocks (computed on its first turn) and the turn's recall are looked up at once.
+            blocks, recalled = await asyncio.gather(
+                self.injector.blocks(identity, kind), self._recall(adapter, identity, kind, body, user_text, recall_on)
+            )
+            said = f"; recall={recalled.status}" if recalled is not None else ""
+            recall_text = recalled.text if recalled is not None else ""
+            if not blocks and not recall_text:
+                return Forwarding(raw, "passthrough; reason=no-blocks" + said)
+            injected = dumps(adapter.inject(body, blocks, self.injector, identity.agent_source, recall_text))
         except Exception:
             # Whatever went wrong, the caller's own request still goes out exactly as it came.
             log.exception("injection failed for session %s; forwarding the original body", identity.session_id)
             return Forwarding(raw, "degraded; reason=injection-error")
-        return Forwarding(injected, "injected" if kind is RequestKind.MAIN else f"injected; kind={kind.value}")
+        done = "injected" if kind is RequestKind.MAIN else f"injected; kind={kind.value}"
+        return Forwarding(injected, done + said)
+
+    async def _recall(
+        self,
+        adapter: ProtocolAdapter,
+        identity: ProxyIdentity,
+        kind: RequestKind,
+        body: Body,
+        user_text: str | None,
+        recall_on: bool,
+    ) -> RecallOutcome | None:
+        """The turn's recall when its last message is the user's words; None for a turn that is not (a tool result
+        continuing the turn, a fork, a client's own prompt) and when this proxy has no recall."""
+        if kind is not RequestKind.MAIN or user_text is None or self.recaller is None:
+            return None
+        typed = clean_user_text(user_text)  # what capture stores: the words, not the client's wrappers
+        if typed.skip or not typed.text:
+            return None
+        if not recall_on:
+            return RecallOutcome("", "off")
+        return await self.recaller.recall(identity, typed.text, adapter.recent_turns(body, RECENT_TURNS))
 
     def _submit(
         self,
@@ -233,17 +283,22 @@ class ProxyService:
     ) -> ProxyReply:
         key = self.upstream.provider_key(family, headers)
         outbound = self.upstream.outbound_headers(family, _pairs(headers), key)
+        sent = time.monotonic()
         try:
             response = await self.upstream.send(family, method, path, outbound, payload, query)
         except UpstreamUnavailable as exc:
             return _error(adapter, exc.status, str(exc), memory)
         reply_headers = {**self.upstream.response_headers(response), MEMORY_HEADER: memory}
         streamed = response.headers.get("content-type", "").startswith(SSE)
+        chunks = _capped(response, self.upstream.config, sent)
         if response.status_code < 400 and streamed:
             tap = adapter.tap() if on_output is not None else None
-            return ProxyReply(response.status_code, reply_headers, stream=_relay(response, tap, on_output))
+            return ProxyReply(response.status_code, reply_headers, stream=_relay(response, chunks, tap, on_output))
         try:
-            content = await response.aread()
+            content = b"".join([chunk async for chunk in chunks])
+        except ResponseCut as exc:
+            log.warning("upstream %s answer cut: %s; the caller gets a 502 and the turn is not captured", path, exc)
+            return _error(adapter, 502, f"upstream response cut: {exc}", memory)
         except httpx.HTTPError as exc:
             return _error(adapter, 502, f"upstream response cut: {type(exc).__name__}", memory)
         finally:
@@ -256,14 +311,44 @@ class ProxyService:
         return ProxyReply(response.status_code, reply_headers, body=content)
 
 
-async def _relay(response: httpx.Response, tap: StreamTap | None, on_output: OutputSink | None) -> AsyncIterator[bytes]:
+class ResponseCut(Exception):
+    """The upstream's answer went past the size or the time cap (`UpstreamConfig.max_response_*`)."""
+
+
+async def _capped(response: httpx.Response, config: UpstreamConfig, sent: float) -> AsyncGenerator[bytes, None]:
+    """The response body's chunks as they arrive, until it ends or passes a cap: more than `max_response_bytes`
+    in all (the chunk that passes it is not given), or still running `max_response_seconds` after the request was
+    sent (`sent`, monotonic), when the wait for the next chunk is cut short. Then ResponseCut."""
+    chunks = response.aiter_bytes()
+    size = 0
+    deadline = sent + config.max_response_seconds
+    while True:
+        with anyio.move_on_after(deadline - time.monotonic()) as waited:
+            chunk = await anext(chunks, None)
+        if waited.cancelled_caught:
+            raise ResponseCut(f"still running after {config.max_response_seconds:g} s")
+        if chunk is None:
+            return
+        size += len(chunk)
+        if size > config.max_response_bytes:
+            raise ResponseCut(f"more than {config.max_response_bytes} bytes")
+        yield chunk
+
+
+async def _relay(
+    response: httpx.Response,
+    chunks: AsyncGenerator[bytes, None],
+    tap: StreamTap | None,
+    on_output: OutputSink | None,
+) -> AsyncIterator[bytes]:
     """The upstream's chunks as they arrive; the tap reads each one before it goes to the client. When the client
     hangs up, the consumer is cancelled here and the upstream connection is closed; when the upstream cuts the
-    stream, the error goes on so the client's connection is cut too (it must not see a truncated stream end
-    cleanly). Either way the tap's reading goes to `on_output`, which keeps only an answer that ended normally —
-    also when the client closed its connection the moment the last event reached it."""
+    stream, or the stream passes a cap, the error goes on so the client's connection is cut too (it must not see
+    a truncated stream end cleanly). Either way the tap's reading goes to `on_output`, which keeps only an answer
+    that ended normally — also when the client closed its connection the moment the last event reached it; a
+    stream cut at a cap is never kept."""
     try:
-        async for chunk in response.aiter_bytes():
+        async for chunk in chunks:
             if tap is not None:
                 try:
                     tap.feed(chunk)
@@ -271,8 +356,13 @@ async def _relay(response: httpx.Response, tap: StreamTap | None, on_output: Out
                     log.warning("stream tap failed; the turn will not be captured", exc_info=True)
                     tap = None
             yield chunk
+    except ResponseCut as exc:
+        log.warning("upstream stream cut: %s; the client's connection is cut and the turn not captured", exc)
+        tap = None
+        raise
     finally:
         with anyio.CancelScope(shield=True):
+            await chunks.aclose()
             await response.aclose()
         if tap is not None and on_output is not None:
             try:

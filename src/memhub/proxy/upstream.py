@@ -38,15 +38,23 @@ class Endpoint:
     api_key: str = ""
 
 
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+MAX_RESPONSE_SECONDS = 900.0
+
+
 @dataclass(frozen=True, slots=True)
 class UpstreamConfig:
-    """The upstreams and their timeouts (seconds)."""
+    """The upstreams, their timeouts (seconds) and the caps on one response: its size and how long it may run
+    from the moment the request is sent (a provider streaming without end must not hold a connection and memory
+    forever)."""
 
     openai: Endpoint
     anthropic: Endpoint
     connect_timeout: float = 10.0
     read_timeout: float = 600.0
     retries: int = 1  # attempts after the first while nothing was received (refused, timed out)
+    max_response_bytes: int = MAX_RESPONSE_BYTES
+    max_response_seconds: float = MAX_RESPONSE_SECONDS
 
     def endpoint(self, family: Family) -> Endpoint:
         """The family's endpoint."""

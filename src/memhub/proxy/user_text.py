@@ -21,6 +21,7 @@ INJECTED_TAGS = (
     "available_skills",
     "knowledge_tools",
     "session_context",
+    "relevant-memories",
     "tdai_recalled_l1_memories",
     "tdai_injections",
     "skill_tools",

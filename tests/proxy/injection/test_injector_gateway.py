@@ -118,7 +118,7 @@ def seed(w: World) -> None:
 
 
 def run(injector: BlockInjector, identity: ProxyIdentity, kind: RequestKind = RequestKind.MAIN) -> list[Block]:
-    return asyncio.run(injector.blocks(identity, kind, "how do I deploy?"))
+    return asyncio.run(injector.blocks(identity, kind))
 
 
 def by_hook(blocks: list[Block]) -> dict[str, str]:
@@ -277,7 +277,7 @@ def test_concurrent_first_turns_compute_once(w: World) -> None:
 
     async def two_turns() -> tuple[list[Block], list[Block]]:
         first, second = await asyncio.gather(
-            injector.blocks(me, RequestKind.MAIN, "a"), injector.blocks(me, RequestKind.MAIN, "b")
+            injector.blocks(me, RequestKind.MAIN), injector.blocks(me, RequestKind.MAIN)
         )
         return first, second
 
@@ -313,21 +313,6 @@ def test_the_store_failing_never_fails_the_turn(w: World) -> None:
     texts = by_hook(run(injector, w.identity(w.bob)))
     # Only the static recipes survive: everything read from the store is left out, nothing raises.
     assert list(texts) == ["tdai-memory-tools-injector"]
-
-
-def test_per_turn_recall_before_the_user_message(w: World) -> None:
-    seed(w)
-    fact = {"content": "We deploy with the deploy-app skill on Fridays", "type": "episodic", "task_id": w.task}
-    w.as_user(w.bob, "/v3/atomic/add", fact)  # L1 is scoped by task too: the session's task
-    injector = w.injector(turn_recall=True)
-    blocks = run(injector, w.identity(w.bob))
-    prefix = injector.user_prefix(blocks)
-    assert prefix.startswith("<tdai_recalled_l1_memories>\n")
-    assert "[episodic] [self score=" in prefix and "deploy-app skill on Fridays" in prefix
-    assert prefix.endswith("</tdai_recalled_l1_memories>\n\n")
-    assert "tdai_recalled" not in "".join(injector.splice([CLAUDE_PROMPT], blocks, "claude-code"))
-    assert injector.user_prefix(run(injector, w.identity(w.bob), RequestKind.FORK)) == ""
-    assert injector.user_prefix(run(w.injector(), w.identity(w.bob))) == ""  # off by default
 
 
 def test_the_budget_cuts_the_spliced_blocks(w: World) -> None:

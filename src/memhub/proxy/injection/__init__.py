@@ -1,7 +1,8 @@
 """What the memory proxy injects into a turn, and where: block renderers, agent profiles (slot splicing), the
-injection budget, the per-session block cache and the `Injector` (memhub.proxy.ports) over the hub's services.
+injection budget, the per-session block cache and the `Injector` (memhub.proxy.ports) over the hub's services,
+and per-turn recall (the `TurnRecaller`).
 
-`build_injector` is the one call the composition root makes.
+`build_injector` and `build_recaller` are the calls the composition root makes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from memhub.meta.services import MetaServices
 from memhub.proxy.injection.blocks import RECALL_TAG, SkillRecipe
 from memhub.proxy.injection.budget import TRUNCATION_MARKER
 from memhub.proxy.injection.injector import BlockInjector, InjectionSources, InjectorConfig
+from memhub.proxy.injection.recall import RecallConfig, Recaller
 from memhub.proxy.injection.sources import (
     KnowledgeSource,
     MetaCapabilities,
@@ -52,7 +54,6 @@ def hub_sources(hub: HubParts, bridge_url: str) -> InjectionSources:
         skills=SkillListingSource(hub.skill_finder, hub.meta.store),
         knowledge=KnowledgeSource(hub.knowledge.offer, bridge_url),
         session_context=SessionContextSource(hub.meta.agents, hub.meta.tasks),
-        recall=RecallSource(hub.memory.atomic),
     )
 
 
@@ -74,6 +75,11 @@ def build_injector(
     return BlockInjector(hub_sources(hub, bridge_url), config, session_token, skill_recipe, **extra)
 
 
+def build_recaller(hub: HubParts, config: RecallConfig) -> Recaller:
+    """Per-turn recall over the hub's `/v3/recall` service, as the turn's user."""
+    return Recaller(RecallSource(hub.memory.recall, hub.meta.config), config)
+
+
 __all__ = [
     "RECALL_TAG",
     "SESSION_HEADER",
@@ -82,6 +88,9 @@ __all__ = [
     "HubParts",
     "InjectionSources",
     "InjectorConfig",
+    "RecallConfig",
+    "Recaller",
     "build_injector",
+    "build_recaller",
     "hub_sources",
 ]

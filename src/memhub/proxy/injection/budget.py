@@ -15,7 +15,6 @@ from dataclasses import replace
 from memhub.proxy.model import Block
 
 SYSTEM_POINTS = ("system.prefix", "system.before_tools", "system.after_tools", "system.suffix")
-USER_POINTS = ("user.before",)
 TRUNCATION_MARKER = "…[injection budget: truncated]"
 
 

@@ -9,7 +9,9 @@ Blocks and their placement are the original's hooks (`injection/injectors/*`, `s
 | `<tdai_memory_tools>` | tdai-memory-tools-injector | system.suffix | 105 | memory / before |
 | `<tdai_profile_memory>` | tdai-profile-memory-injector | system.suffix | 110 | memory / inside_append |
 | `<session_context>` | session-context | system.suffix | 1000 | (end of the prompt) |
-| `<tdai_recalled_l1_memories>` | tdai-l1-recall-injector | user.before | 100 | (per turn, off by default) |
+
+Per-turn recall is not among them: it changes every turn, so it goes into the turn's last user message
+(memhub.proxy.injection.recall), never into the system prompt.
 
 Prompt-cache hygiene, where the original lost it: a session's blocks are computed once, on its first main turn,
 and reused byte for byte until the entry's time to live ends or `mem:sync` forgets it, so the system prompt is
@@ -35,10 +37,8 @@ from typing import Any, Protocol
 
 from memhub.proxy.injection.blocks import (
     AgentDetail,
-    RecalledMemory,
     SkillRecipe,
     TaskDetail,
-    render_recall,
     render_session_context,
     render_skills,
 )
@@ -72,14 +72,13 @@ class Hook:
     priority: int
     slot: Slot | None = None
     relation: Relation = "after"
-    session_stable: bool = True
 
     def block(self, text: str) -> Block | None:
         """The block of this hook with `text` (trailing blank lines trimmed), or None for an empty text."""
         text = text.rstrip()
         if not text:
             return None
-        return Block(self.hook_id, text, self.point, self.priority, self.slot, self.relation, self.session_stable)
+        return Block(self.hook_id, text, self.point, self.priority, self.slot, self.relation)
 
 
 SKILLS = Hook("skill-injector", "system.before_tools", PRIORITY_SKILL, "skills", "before")
@@ -87,7 +86,6 @@ KNOWLEDGE = Hook("knowledge-tools-injector", "system.before_tools", PRIORITY_WIK
 MEMORY_TOOLS = Hook("tdai-memory-tools-injector", "system.suffix", PRIORITY_MEMORY + 5, "memory", "before")
 PROFILE_MEMORY = Hook("tdai-profile-memory-injector", "system.suffix", PRIORITY_MEMORY + 10, "memory", "inside_append")
 SESSION_CONTEXT = Hook("session-context", "system.suffix", PRIORITY_CUSTOM)
-RECALL = Hook("tdai-l1-recall-injector", "user.before", PRIORITY_MEMORY, session_stable=False)
 SESSION_HOOKS = (SKILLS, KNOWLEDGE, MEMORY_TOOLS, PROFILE_MEMORY, SESSION_CONTEXT)
 SPLICED_PROMPTS = 256  # spliced system prompts remembered (a few hundred KB each at most)
 
@@ -112,10 +110,6 @@ class SessionReader(Protocol):
     def __call__(self, identity: ProxyIdentity) -> tuple[AgentDetail | None, TaskDetail | None]: ...
 
 
-class RecallReader(Protocol):
-    def __call__(self, identity: ProxyIdentity, query: str) -> Sequence[RecalledMemory]: ...
-
-
 @dataclass(frozen=True, slots=True)
 class InjectionSources:
     """The readers the blocks are made from (memhub.proxy.injection.sources over a hub, or any stand-in)."""
@@ -125,7 +119,6 @@ class InjectionSources:
     skills: SkillReader
     knowledge: KnowledgeReader
     session_context: SessionReader
-    recall: RecallReader | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +129,6 @@ class InjectorConfig:
     language: Language = "en"  # MEMHUB_KNOWLEDGE_LANGUAGE
     budget_chars: int | None = 24_000  # MEMHUB_PROXY_INJECTION_BUDGET_CHARS
     session_ttl_seconds: float = 86_400  # MEMHUB_PROXY_SESSION_TTL_SECONDS
-    turn_recall: bool = False  # MEMHUB_PROXY_TURN_RECALL
     max_sessions: int = DEFAULT_MAX_SESSIONS
 
 
@@ -172,19 +164,14 @@ class BlockInjector:
 
     # -- the port ---------------------------------------------------------------------------------------------
 
-    async def blocks(self, identity: ProxyIdentity, kind: RequestKind, query: str) -> list[Block]:
+    async def blocks(self, identity: ProxyIdentity, kind: RequestKind) -> list[Block]:
         """The turn's blocks in placement order; [] for side queries, auxiliary requests and turns without a
         memory scope. Never raises."""
         try:
             if kind not in (RequestKind.MAIN, RequestKind.FORK) or not identity.has_memory_scope:
                 return []
             stable = await (self._main(identity) if kind == RequestKind.MAIN else self._fork(identity))
-            found = [b for b in (stable.get(h.hook_id) for h in SESSION_HOOKS) if b is not None]
-            if kind == RequestKind.MAIN and self.config.turn_recall and self.sources.recall is not None:
-                recalled = await self._run(RECALL.hook_id, self._recall, identity, query)
-                if isinstance(recalled, Block):
-                    found.append(recalled)
-            return found
+            return [b for b in (stable.get(h.hook_id) for h in SESSION_HOOKS) if b is not None]
         except Exception:
             log.exception("injection for session %s failed; the turn goes without blocks", identity.session_id)
             return []
@@ -207,11 +194,6 @@ class BlockInjector:
     def flat(self, blocks: Sequence[Block]) -> str:
         """The `system.*` blocks in placement order within the budget, separated by blank lines."""
         return "\n\n".join(b.text for b in apply_budget(placement_order(blocks), self.config.budget_chars))
-
-    def user_prefix(self, blocks: Sequence[Block]) -> str:
-        """The `user.before` blocks followed by a blank line ("" when there are none), to prepend as is."""
-        texts = [b.text for b in blocks if b.point == "user.before" and b.text]
-        return "\n\n".join(texts) + "\n\n" if texts else ""
 
     def forget_session(self, identity: ProxyIdentity) -> None:
         """Drop the session's cached blocks; its next turn computes them afresh."""
@@ -303,10 +285,6 @@ class BlockInjector:
     def _session_context(self, identity: ProxyIdentity, caps: Capabilities) -> Block | None:
         agent, task = self.sources.session_context(identity)
         return SESSION_CONTEXT.block(render_session_context(agent, task))
-
-    def _recall(self, identity: ProxyIdentity, query: str) -> Block | None:
-        assert self.sources.recall is not None
-        return RECALL.block(render_recall(self.sources.recall(identity, query), self.config.language))
 
 
 class _KeyLock:

@@ -12,7 +12,7 @@ read through the same services the data plane uses:
   agent's and task's descriptions (all of them, by binding priority, when those match none);
 - knowledge: the offer's resources for the agent (its bindings, else the team's), capability-filtered;
 - session context: the agent and the task as `agent/get` and `task/get` show them to the user;
-- recall: the turn's best L1 memories of the user's own scope with the agent.
+- recall: the turn's memories and earlier turns of the user's own scope with the agent (`/v3/recall`'s ranking).
 A refusal (a user who may not read something) is an empty answer, not a failure.
 """
 
@@ -23,14 +23,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from memhub.errors import Forbidden
-from memhub.formats.injection import looks_like_prompt_injection
 from memhub.knowledge.offer import KnowledgeOffer
 from memhub.knowledge.skill.access import SkillIds
 from memhub.knowledge.skill.finder import SkillFinder
 from memhub.knowledge.skill.listing import DEFAULT_CHAR_BUDGET, EMPTY, MAX_CHAR_BUDGET, render_listing
 from memhub.knowledge.tools_block import render_knowledge_tools
-from memhub.memory.atomic import AtomicService
 from memhub.memory.core import CoreService
+from memhub.memory.recall import RecalledItem, RecallRequest, RecallService, RecentMessage
 from memhub.memory.scenario import ScenarioService
 from memhub.meta.agents import Agents, agent_visible
 from memhub.meta.assets import CHAT_MEMORY, CHAT_MEMORY_PREFIX, chat_memory_asset_id
@@ -40,18 +39,15 @@ from memhub.meta.errors import MetaError
 from memhub.meta.origins import KnowledgeOrigins, origin_of
 from memhub.meta.permissions import UNUSABLE_STATUSES
 from memhub.meta.tasks import Tasks
-from memhub.model import AtomicFilter
 from memhub.model.meta import MetaKind
-from memhub.proxy.injection.blocks import AgentDetail, RecalledMemory, TaskDetail
+from memhub.proxy.injection.blocks import AgentDetail, TaskDetail
 from memhub.proxy.injection.memory_blocks import MAX_IMPORTED_AGENTS, AgentMemory, Language, SceneEntry
-from memhub.proxy.model import ProxyIdentity
-from memhub.retrieval.hybrid import SearchOptions
+from memhub.proxy.model import ChatTurn, ProxyIdentity
 from memhub.scope import Isolation
 from memhub.store.meta import MetaStore
 
 CAPABILITIES = ("skill", "llm_wiki", "code_graph", "chat_memory")
-RECALL_LIMIT = 5
-RECALL_QUERY_CHARS = 2048
+RECALL_QUERY_CHARS = 2048  # as /v3/recall takes a query
 # A listing query from the agent's and task's descriptions: fewer distinct words than this is too weak to rank by.
 LISTING_QUERY_MIN_TOKENS = 3
 
@@ -257,18 +253,24 @@ class SessionContextSource:
 
 @dataclass(frozen=True, slots=True)
 class RecallSource:
-    """The turn's best L1 memories of the user's scope with the agent (none that read like instructions)."""
+    """The turn's recall over the user's own scope with the agent: L1 memories and L0 turns ranked together within
+    `max_tokens` (memhub.memory.recall, which also skips what `recent` already holds and anything that reads like
+    an instruction), without the persona and the scene index, which the system prompt already carries. None when
+    the user has switched chat memory off."""
 
-    atomic: AtomicService
-    limit: int = RECALL_LIMIT
+    recall: RecallService
+    config: ConfigParams
 
-    def __call__(self, identity: ProxyIdentity, query: str) -> list[RecalledMemory]:
-        text = query.strip()[:RECALL_QUERY_CHARS]
-        if not text:
-            return []
-        found = self.atomic.search(isolation_of(identity), text, AtomicFilter(), SearchOptions(limit=self.limit))
-        return [
-            RecalledMemory(h.record.type, h.record.content, h.score)
-            for h in found.hits
-            if not looks_like_prompt_injection(h.record.content)
-        ]
+    def __call__(
+        self, identity: ProxyIdentity, query: str, recent: Sequence[ChatTurn], max_tokens: int
+    ) -> list[RecalledItem] | None:
+        if not self.config.asset_type_enabled(identity.service_id, identity.user_id, CHAT_MEMORY):
+            return None
+        request = RecallRequest(
+            query=query[:RECALL_QUERY_CHARS],
+            messages=[RecentMessage(turn.role, turn.text) for turn in recent],
+            max_tokens=max_tokens,
+            include_persona=False,
+            include_scenes=False,
+        )
+        return self.recall.recall(isolation_of(identity), request).memories

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
-from memhub.proxy.model import Block, ToolCall, TurnOutput, WireProtocol
+from memhub.proxy.model import Block, ChatTurn, ToolCall, TurnOutput, WireProtocol
 from memhub.proxy.ports import Injector
 from memhub.proxy.protocols.sse import SseDecoder, SseEvent
 
 Body = dict[str, Any]
+CHAT_ROLES = ("user", "assistant")  # the roles whose messages are the conversation recall is given
 
 # Claude Code puts its session in `metadata.user_id` (`user_<hash>_account_<uuid>_session_<uuid>`).
 _CC_SESSION = re.compile(r"_session_([0-9a-fA-F-]{8,64})$")
@@ -92,16 +93,18 @@ class ProtocolAdapter(ABC):
         seed = json.dumps([self.protocol.value, body.get("model"), self.first_user_text(body)], ensure_ascii=False)
         return "derived-" + hashlib.sha256(seed.encode()).hexdigest()[:24]
 
-    def inject(self, body: Body, blocks: Sequence[Block], injector: Injector, agent_source: str) -> Body:
-        """A copy of `body` with the `system.*` blocks in the system prompt and the `user.before` ones before the
-        last user message."""
+    def inject(
+        self, body: Body, blocks: Sequence[Block], injector: Injector, agent_source: str, recall: str = ""
+    ) -> Body:
+        """A copy of `body` with the blocks in the system prompt and the turn's `recall` block (if any) in its last
+        message, the user's."""
         # A shallow copy: the adapters replace what they change and never mutate what `body` holds, so a long
         # conversation is not copied object by object every turn.
         out = dict(body)
-        self.inject_system(out, blocks, injector, agent_source)
-        prefix = injector.user_prefix(blocks)
-        if prefix:
-            self.prefix_user(out, prefix)
+        if blocks:
+            self.inject_system(out, blocks, injector, agent_source)
+        if recall:
+            self.add_recall(out, recall)
         return out
 
     @abstractmethod
@@ -110,8 +113,13 @@ class ProtocolAdapter(ABC):
         set its keys, and replace (never mutate) the lists and dicts they hold."""
 
     @abstractmethod
-    def prefix_user(self, body: Body, prefix: str) -> None:
-        """Put `prefix` before the last user message's text (on a shallow copy, as `inject_system`)."""
+    def add_recall(self, body: Body, text: str) -> None:
+        """Put the recall block `text` into the last message when it is the user's (`with_recall`), on a shallow
+        copy as `inject_system`. The service asks only when `last_user_text` found the user's text there."""
+
+    @abstractmethod
+    def recent_turns(self, body: Body, limit: int) -> list[ChatTurn]:
+        """The conversation's last `limit` user and assistant messages that hold text, oldest first."""
 
     @abstractmethod
     def tap(self) -> StreamTap:
@@ -156,14 +164,23 @@ class MessagesAdapter(ProtocolAdapter):
                 return text_of(message.get("content"), ("text",)) or ""
         return ""
 
-    def prefix_user(self, body: Body, prefix: str) -> None:
+    def add_recall(self, body: Body, text: str) -> None:
         messages = messages_of(body)
-        for i in range(len(messages) - 1, -1, -1):
-            message = messages[i]
-            if isinstance(message, dict) and message.get("role") == "user":
-                content = prefix_content(message.get("content"), prefix, "text")
-                body["messages"] = [*messages[:i], {**message, "content": content}, *messages[i + 1 :]]
-                return
+        last = messages[-1] if messages else None
+        if isinstance(last, dict) and last.get("role") == "user":
+            content = with_recall(last.get("content"), text, "text", ("text",))
+            body["messages"] = [*messages[:-1], {**last, "content": content}]
+
+    def recent_turns(self, body: Body, limit: int) -> list[ChatTurn]:
+        turns: list[ChatTurn] = []
+        for message in reversed(messages_of(body)):
+            if len(turns) >= limit:
+                break
+            role = message.get("role") if isinstance(message, dict) else None
+            if role in CHAT_ROLES and (text := joined_text(message.get("content"), ("text",))):
+                turns.append(ChatTurn(role, text))
+        turns.reverse()
+        return turns
 
 
 def dumps(body: Body) -> bytes:
@@ -188,13 +205,42 @@ def text_of(content: Any, part_types: tuple[str, ...]) -> str | None:
     return None
 
 
-def prefix_content(content: Any, prefix: str, part_type: str) -> Any:
-    """Message content with `prefix` before it: a string is prepended to, a part list gets a first text part."""
+def joined_text(content: Any, part_types: tuple[str, ...]) -> str:
+    """All the text of message content: a string as is, else its text parts of these types, one per line."""
     if isinstance(content, str):
-        return prefix + content
+        return content
     if isinstance(content, list):
-        return [{"type": part_type, "text": prefix}, *content]
-    return content
+        texts = [p["text"] for p in content if isinstance(p, dict) and p.get("type") in part_types]
+        return "\n".join(t for t in texts if isinstance(t, str) and t)
+    return ""
+
+
+def with_recall(content: Any, text: str, part_type: str, text_types: tuple[str, ...]) -> Any:
+    """The user message's content with the recall block in it, where the provider's prompt cache does not see it.
+
+    After the last part carrying `cache_control` (the request's last cache breakpoint: Claude Code marks the last
+    message's last part), so every byte up to the breakpoint is the client's; else as a part just before the
+    user's text (the last text part). A string content gets the block in front, a blank line apart (a provider
+    that takes only strings keeps working). The client's next turn comes without this block, so it starts with
+    the prefix this turn cached.
+    """
+    if isinstance(content, str):
+        return f"{text}\n\n{content}"
+    if not isinstance(content, list):
+        return content
+    part = {"type": part_type, "text": text}
+    at = next((i + 1 for i in range(len(content) - 1, -1, -1) if _marked(content[i])), None)
+    if at is None:
+        at = next((i for i in range(len(content) - 1, -1, -1) if _text_part(content[i], text_types)), len(content))
+    return [*content[:at], part, *content[at:]]
+
+
+def _marked(part: Any) -> bool:
+    return isinstance(part, dict) and "cache_control" in part
+
+
+def _text_part(part: Any, text_types: tuple[str, ...]) -> bool:
+    return isinstance(part, dict) and part.get("type") in text_types and isinstance(part.get("text"), str)
 
 
 def arguments_text(value: Any) -> str:

@@ -8,17 +8,19 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from memhub.proxy.model import Block, ToolCall, TurnOutput, WireProtocol
+from memhub.proxy.model import Block, ChatTurn, ToolCall, TurnOutput, WireProtocol
 from memhub.proxy.ports import Injector
 from memhub.proxy.protocols.base import (
+    CHAT_ROLES,
     Body,
     Family,
     ProtocolAdapter,
     StreamTap,
     arguments_text,
+    joined_text,
     new_id,
-    prefix_content,
     text_of,
+    with_recall,
 )
 from memhub.proxy.protocols.sse import SseEvent, encode
 
@@ -127,17 +129,28 @@ class Responses(ProtocolAdapter):
             return
         body["input"] = [{"type": "message", "role": "developer", "content": [part]}, *items]
 
-    def prefix_user(self, body: Body, prefix: str) -> None:
+    def add_recall(self, body: Body, text: str) -> None:
         if isinstance(body.get("input"), str):
-            body["input"] = prefix + body["input"]
+            body["input"] = with_recall(body["input"], text, "input_text", TEXT_PARTS)
             return
         items = _items(body)
-        for i in range(len(items) - 1, -1, -1):
-            item = items[i]
-            if _is_message(item, ("user",)):
-                content = prefix_content(item.get("content"), prefix, "input_text")
-                body["input"] = [*items[:i], {**item, "content": content}, *items[i + 1 :]]
-                return
+        last = items[-1] if items else None
+        if _is_message(last, ("user",)):
+            assert isinstance(last, dict)
+            content = with_recall(last.get("content"), text, "input_text", TEXT_PARTS)
+            body["input"] = [*items[:-1], {**last, "content": content}]
+
+    def recent_turns(self, body: Body, limit: int) -> list[ChatTurn]:
+        if isinstance(body.get("input"), str):
+            return [ChatTurn("user", body["input"])] if body["input"] else []
+        turns: list[ChatTurn] = []
+        for item in reversed(_items(body)):
+            if len(turns) >= limit:
+                break
+            if _is_message(item, CHAT_ROLES) and (text := joined_text(item.get("content"), TEXT_PARTS)):
+                turns.append(ChatTurn(item["role"], text))
+        turns.reverse()
+        return turns
 
     def tap(self) -> StreamTap:
         return ResponsesTap()
