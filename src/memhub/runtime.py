@@ -354,7 +354,12 @@ def build_hub(
         skill_finder=skill_finder,
         skill_mining=MiningService(store.skills, on_archive=worker.nudge if worker is not None else None),
         composer=ContextComposer(
-            knowledge, memory.conversation, meta.access, meta.config, skills=FinderSkills(skill_finder)
+            knowledge,
+            memory.conversation,
+            meta.access,
+            meta.config,
+            skills=FinderSkills(skill_finder),
+            recall=memory.recall,
         ),
         knowledge_only=knowledge_only,
     )

@@ -6,9 +6,20 @@ from typing import Any
 
 import pytest
 
-from memhub.memory.recall import DEFAULT_MAX_TOKENS, ITEM_OVERHEAD_TOKENS, L0_MAX_CHARS, PERSONA_SHARE
+from memhub.memory.recall import (
+    DEFAULT_MAX_TOKENS,
+    ITEM_OVERHEAD_TOKENS,
+    L0_CANDIDATES,
+    L0_MAX_CHARS,
+    L1_CANDIDATES,
+    MAX_POOL_SCALE,
+    PERSONA_SHARE,
+    Budget,
+    pool_scale,
+)
 from memhub.retrieval.packing import estimate_tokens
-from tests.conftest import Gateway, build_gateway
+from memhub.scope import Isolation
+from tests.conftest import ISO, SERVICE, Gateway, build_gateway
 
 L1_KEYS = {"layer", "id", "content", "score", "timestamp", "type", "source_message_ids"}
 L0_KEYS = {"layer", "id", "content", "score", "timestamp", "session_id", "role"}
@@ -197,3 +208,44 @@ def test_with_vectors_both_layers_rank_by_meaning(tmp_path: Any) -> None:
         ]
     finally:
         gw.close()
+
+
+def test_a_follow_up_question_is_read_with_the_turn_before_it(gateway: Gateway) -> None:
+    add_turns(gateway, ["Alice: I work as a pastry chef in Lisbon", "Bob: I work as a nurse at the city hospital"])
+    follow_up = "And what does she do for work?"
+
+    def first_speaker(window: list[dict[str, str]]) -> str:
+        data = recall(gateway, follow_up, messages=window, include_persona=False, include_scenes=False)
+        return data["memories"][0]["content"].split(":")[0]
+
+    # The same words, read after a question about Alice or about Bob, find that person's turn first.
+    assert first_speaker([{"role": "user", "content": "Where did Alice move to?"}]) == "Alice"
+    assert first_speaker([{"role": "user", "content": "Where did Bob move to?"}]) == "Bob"
+
+
+def test_the_speakers_of_a_scope_are_its_participants(gateway: Gateway) -> None:
+    add_turns(gateway, ["Alice: We met in Lisbon", "Bob: Lisbon was lovely", "Alice: Ask Carla about it"])
+    hub = gateway.client.app.state.hub  # type: ignore[attr-defined]
+    iso = Isolation(SERVICE, **ISO)
+    assert hub.memory.conversation.participants(iso, ["Alice", "Lisbon", "Carla", "Bob"]) == {"Alice", "Bob"}
+    assert hub.memory.conversation.participants(iso, []) == set()
+
+
+def test_a_larger_budget_draws_on_larger_candidate_pools(gateway: Gateway) -> None:
+    notes = [f"Note {i}: the heron count at the marsh was {i}" for i in range(120)]
+    ids = add_turns(gateway, notes[:60]) + add_turns(gateway, notes[60:], session="s2")
+    for i, source in enumerate(ids[:80]):
+        remember(gateway, f"User counted {i} herons at the marsh.", [source])
+    small = recall(gateway, "heron count at the marsh", max_tokens=700, include_persona=False, include_scenes=False)
+    large = recall(gateway, "heron count at the marsh", max_tokens=8000, include_persona=False, include_scenes=False)
+    # The default pools hold 30 memories and 40 turns (80 turns here are said by their memories); a larger budget
+    # scales the pools up.
+    assert len(by_layer(small, "l1")) <= L1_CANDIDATES and len(by_layer(small, "l0")) <= L0_CANDIDATES
+    assert len(by_layer(large, "l1")) > L1_CANDIDATES and len(large["memories"]) > L1_CANDIDATES + L0_CANDIDATES
+    assert large["tokens"] <= 8000
+
+
+def test_the_pool_scale_follows_the_budget_left_for_memories() -> None:
+    assert pool_scale(Budget(None, 700)) == 1.0 and pool_scale(Budget(None, 300)) == 1.0
+    assert pool_scale(Budget(None, 2100)) == 3.0 and pool_scale(Budget(None, 1_000_000)) == MAX_POOL_SCALE
+    assert pool_scale(Budget(5600, None)) == 2.0 and pool_scale(Budget(None, None)) == MAX_POOL_SCALE

@@ -122,9 +122,19 @@ def add_messages(world: World, session: str, messages: list[tuple[str, str]]) ->
         "team_id": world.team,
         "agent_id": world.agent,
         "session_id": session,
-        "messages": [{"role": role, "content": content} for role, content in messages],
+        "messages": [
+            {"role": role, "content": content, "timestamp": said_at(i)} for i, (role, content) in enumerate(messages)
+        ],
     }
-    assert world.org.ok(world.alice, "/v3/conversation/add", body)["total_count"] == len(messages)
+    added = world.org.ok(world.alice, "/v3/conversation/add", body)
+    assert added["total_count"] == len(messages)
+    for i, message_id in enumerate(added["accepted_ids"]):
+        world.placeholders[message_id] = f"<msg {session} {i}>"
+
+
+def said_at(position: int) -> str:
+    """A fixed time for the conversation's messages, so the golden files do not change with the day they run."""
+    return f"2025-03-01T09:{position // 60:02d}:{position % 60:02d}Z"
 
 
 def build_world(data_dir: Path) -> World:
@@ -158,6 +168,7 @@ def build_world(data_dir: Path) -> World:
     add_messages(world, corpus.SESSION, corpus.SESSION_MESSAGES)
     add_messages(world, corpus.LONG_SESSION, corpus.LONG_MESSAGES)
     world.placeholders = {
+        **world.placeholders,
         **{wiki_id: f"<wiki:{name}>" for name, wiki_id in world.wikis.items()},
         **{m.user_id: f"<user:{m.username}>" for m in (alice, bob, carol, org.admin)},
         team: "<team:support>",

@@ -39,6 +39,8 @@ TURN: dict[str, Any] = {"query": "What is the refund window?"}
         ({**TURN, "caps": {"help": 999}}, "caps.help: must be >= 1000"),
         ({**TURN, "caps": {"standards": -1}}, "caps.standards: must be >= 0"),
         ({**TURN, "caps": {"conversation": 8001}}, "caps.conversation: must be <= 8000"),
+        ({**TURN, "caps": {"memory": 12001}}, "caps.memory: must be <= 12000"),
+        ({**TURN, "caps": {"memory": -1}}, "caps.memory: must be >= 0"),
         ({**TURN, "caps": {"skills": 1.5}}, "caps.skills: must be an integer"),
         ({**TURN, "caps": {"total": 100_000}}, "caps.total: must be <= 64000"),
         ({**TURN, "caps": {"tokens": 5}}, "caps.tokens: is not a known field"),

@@ -442,3 +442,15 @@ def test_heat_grows_with_reinforcements_and_is_capped_at_ten_percent() -> None:
     assert priority_boost(0, 10**9) == pytest.approx(0.99)
     # Heat never lets the least important memory overtake the default one of equal relevance.
     assert priority_boost(0, 10**9) < priority_boost(50, 0)
+
+
+def test_the_query_vector_is_made_from_the_semantic_query_when_one_is_given() -> None:
+    embedded: list[str] = []
+
+    def embed_query(text: str) -> np.ndarray | None:
+        embedded.append(text)
+        return QUERY
+
+    run(three_docs(), query="What did Alice paint?", embed=embed_query)
+    run(three_docs(), query="What did Alice paint?", embed=embed_query, semantic_query="What did paint?")
+    assert embedded == ["What did Alice paint?", "What did paint?"]

@@ -14,9 +14,10 @@ from datetime import UTC, date, datetime
 from functools import partial
 
 from memhub.context.decision import HELP_MODES, choose_mode, context_paths, decide
-from memhub.context.excerpt import recent_excerpt
+from memhub.context.excerpt import recent_excerpt, session_window
 from memhub.context.knowledge import pick_documents, render_picks
 from memhub.context.layout import Assembled, Section, assemble_help_user, assemble_system
+from memhub.context.memory import relevant_memory
 from memhub.context.model import (
     CAPABILITIES,
     Capabilities,
@@ -33,6 +34,7 @@ from memhub.context.text import FENCES, HEADINGS, help_notes, help_role, runtime
 from memhub.errors import BadRequest
 from memhub.knowledge.services import KnowledgeServices
 from memhub.memory.conversation import ConversationService
+from memhub.memory.recall import RecallService
 from memhub.meta.access import AccessDenied, DataPlaneAccess
 from memhub.meta.caller import Caller
 from memhub.meta.config import ConfigParams
@@ -54,6 +56,7 @@ class ContextComposer:
     access: DataPlaneAccess
     config: ConfigParams
     skills: SkillSource = field(default_factory=NoSkills)
+    recall: RecallService | None = None  # 【Relevant memory】; None leaves the section out
 
     def compose(
         self, caller: Caller, isolation: Isolation, request: ComposeRequest, *, day: date | None = None
@@ -165,7 +168,11 @@ class ContextComposer:
                 skills = partial(render_notes, skill_notes.notes)
                 sections.append(Section("skills", heads["skills"], FENCES["skills"], caps.skills, skills))
             if flags.chat_memory:
-                excerpt = partial(recent_excerpt, self.conversation, isolation, language=lang)
+                window = session_window(self.conversation, isolation)
+                if self.recall is not None:
+                    memory = partial(relevant_memory, self.recall, isolation, query, window)
+                    sections.append(Section("memory", heads["memory"], FENCES["memory"], caps.memory, memory))
+                excerpt = partial(recent_excerpt, window, isolation.session_id, language=lang)
                 heading = heads["conversation"]
                 sections.append(Section("conversation", heading, FENCES["conversation"], caps.conversation, excerpt))
         notes = runtime_notes(lang, workspace_agent=mode == "workspace_agent", standards=standards)

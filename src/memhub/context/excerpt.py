@@ -1,23 +1,36 @@
 """【Recent conversation memory excerpt】 (the last block of a workspace agent's system part): the tail of the
-L0 conversation, capped.
+turn's session, capped.
 
-The tail is the session's when the turn names one, else the whole scope's (team, user, agent, task), newest
-last. Each message becomes one `role: text` line with its whitespace collapsed and our prompt tags escaped; lines
-are kept from the newest back until the cap (≈2,000 characters), and when anything older is left out the excerpt
-opens with a marker line. The layout fences the excerpt (`<conversation-excerpt>`): it is data, never instructions.
+The excerpt is what the agent has in its window: the session's latest turns, newest last. A turn that names no
+session has no window, so no excerpt; what the scope's other conversations hold reaches the prompt through
+【Relevant memory】 (memhub.context.memory), ranked for the question. Each message becomes one `role: text`
+line with its whitespace collapsed and our prompt tags escaped; lines are kept from the newest back until the cap
+(≈2,000 characters), and when anything older is left out the excerpt opens with a marker line. The layout
+fences the excerpt (`<conversation-excerpt>`): it is data, never instructions.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from memhub.context.model import Language, Rendered, SourceRef
 from memhub.formats.fence import escape_tags
 from memhub.memory.conversation import ConversationService
-from memhub.model import MessageFilter
+from memhub.model import MessageFilter, MessageRecord
 from memhub.scope import Isolation
 
 # More than ever fits in the cap (a line is at least a few characters), without reading a long session whole.
 TAIL_MESSAGES = 60
 OMITTED: dict[str, str] = {"en": "…(earlier conversation omitted)", "zh": "…（更早的对话已省略）"}
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The session's latest messages, oldest first, and whether older ones were left out."""
+
+    messages: Sequence[MessageRecord]
+    older: bool
 
 
 def _line(role: str, content: str) -> tuple[str, str]:
@@ -50,18 +63,26 @@ def tail_lines(lines: list[tuple[str, str]], cap: int, marker: str, older: bool)
     return "\n".join([marker, *reversed(kept)]), True
 
 
-def recent_excerpt(conversation: ConversationService, isolation: Isolation, cap: int, language: Language) -> Rendered:
-    """The excerpt of the turn's conversation, or nothing when there is none or the cap is 0."""
-    if cap <= 0:
-        return Rendered()
+def session_window(conversation: ConversationService, isolation: Isolation) -> Window:
+    """The turn's session as the agent has it in its window: its last `TAIL_MESSAGES` messages, oldest first, and
+    whether older ones exist; empty when the turn names no session."""
+    if isolation.session_id is None:
+        return Window((), older=False)
     flt = MessageFilter(session_id=isolation.session_id)
     total = conversation.count(isolation, flt)
     if total == 0:
-        return Rendered()
+        return Window((), older=False)
     messages, _ = conversation.query(isolation, flt, TAIL_MESSAGES, max(0, total - TAIL_MESSAGES))
-    lines = [_line(m.role, m.content) for m in messages]
-    text, truncated = tail_lines(lines, cap, OMITTED[language], older=total > len(messages))
+    return Window(tuple(messages), older=total > len(messages))
+
+
+def recent_excerpt(window: Window, session_id: str | None, cap: int, language: Language) -> Rendered:
+    """The excerpt of the session's window, or nothing when there is none or the cap is 0."""
+    if cap <= 0 or not window.messages:
+        return Rendered()
+    lines = [_line(m.role, m.content) for m in window.messages]
+    text, truncated = tail_lines(lines, cap, OMITTED[language], older=window.older)
     if not text:
         return Rendered()
-    ref = SourceRef("conversation", isolation.session_id, None, None, None, len(text), truncated)
+    ref = SourceRef("conversation", session_id, None, None, None, len(text), truncated)
     return Rendered(text, (ref,))

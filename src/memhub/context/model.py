@@ -13,18 +13,20 @@ from typing import Any, Literal
 Mode = Literal["help", "system_agent", "workspace_agent", "plain"]
 Placement = Literal["system", "user"]
 Language = Literal["en", "zh"]
-SourceKind = Literal["workspace", "agent", "system", "standard", "skill", "conversation"]
+SourceKind = Literal["workspace", "agent", "system", "standard", "skill", "memory", "conversation"]
 CAPABILITIES = ("llm_wiki", "code_graph", "skill", "chat_memory")
 
 # The knowledge blocks (workspace ≈6,000, agent ≈8,000), the help content (≈8,000) and the memory excerpt (≈2,000)
-# are the original agent platform's caps. The standards and skill caps are memhub's (the original names no number),
-# and these keep one turn's system part near 24,000 characters.
+# are the original agent platform's caps. The standards, skill and relevant-memory caps are memhub's (the original
+# names no number; 3,000 characters hold about as much as `/v3/recall`'s default budget gives memories), and these
+# keep one turn's system part near 24,000 characters.
 DEFAULT_CAPS: dict[str, int] = {
     "workspace": 6000,
     "agent": 8000,
     "help": 8000,
     "standards": 4000,
     "skills": 2000,
+    "memory": 3000,
     "conversation": 2000,
     "total": 24000,
 }
@@ -35,6 +37,7 @@ CAP_BOUNDS: dict[str, tuple[int, int]] = {
     "help": (1000, 20000),
     "standards": (0, 20000),
     "skills": (0, 8000),
+    "memory": (0, 12000),
     "conversation": (0, 8000),
     "total": (2000, 64000),
 }
@@ -49,6 +52,7 @@ class Caps:
     help: int = DEFAULT_CAPS["help"]
     standards: int = DEFAULT_CAPS["standards"]
     skills: int = DEFAULT_CAPS["skills"]
+    memory: int = DEFAULT_CAPS["memory"]
     conversation: int = DEFAULT_CAPS["conversation"]
     total: int = DEFAULT_CAPS["total"]
 

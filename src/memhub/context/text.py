@@ -13,6 +13,7 @@ FENCES: dict[str, str] = {
     "agent": "agent-knowledge",
     "standards": "standards-in-force",
     "skills": "skill-notes",
+    "memory": "relevant-memories",
     "conversation": "conversation-excerpt",
     "system": "system-knowledge",
 }
@@ -22,6 +23,7 @@ HEADINGS: dict[Language, dict[str, str]] = {
         "agent": "【Agent knowledge】",
         "standards": "【Standards in force】",
         "skills": "【Skill notes related to this workspace】",
+        "memory": "【Relevant memory】",
         "conversation": "【Recent conversation memory excerpt】",
         "system": "【System knowledge】",
         "question": "【User question】",
@@ -31,6 +33,7 @@ HEADINGS: dict[Language, dict[str, str]] = {
         "agent": "【智能体知识】",
         "standards": "【现行规范】",
         "skills": "【本工作区相关的技能笔记】",
+        "memory": "【相关记忆】",
         "conversation": "【近期对话记忆摘录】",
         "system": "【系统知识】",
         "question": "【用户问题】",

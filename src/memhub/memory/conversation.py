@@ -49,6 +49,10 @@ class AddResult:
     replayed: bool
 
 
+# Messages read to tell whether a name is a participant's: enough to meet both sides of a busy transcript.
+PARTICIPANT_PROBE = 50
+
+
 @dataclass(frozen=True, slots=True)
 class _MessageChannels:
     """L0 search channels of one scope and filter."""
@@ -134,6 +138,19 @@ class ConversationService:
         terms = query_terms(query)
         channels = _MessageChannels(self.store, iso.memory, terms, flt)
         return search_with(self.embedding, query, terms, channels, MESSAGE_VIEW, options)
+
+    def participants(self, iso: Isolation, names: Sequence[str]) -> set[str]:
+        """Which of `names` speak in the scope's conversations (a message's speaker label or metadata names them).
+
+        One BM25 probe for the names; a name a transcript never opens a turn with is no participant.
+        """
+        if not names:
+            return set()
+        found = self.store.search_messages(iso.memory, query_terms(" ".join(names)), MessageFilter(), PARTICIPANT_PROBE)
+        first_words = {
+            label.split()[0].casefold() for record, _ in found if (label := speaker_of(record.content, record.metadata))
+        }
+        return {name for name in names if name.casefold() in first_words}
 
     def delete(self, iso: Isolation, message_ids: Sequence[str], session_ids: Sequence[str]) -> int:
         """Delete by message ids and/or whole sessions, only inside the caller's scope."""

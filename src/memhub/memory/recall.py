@@ -33,6 +33,7 @@ from memhub.memory.conversation import ConversationService
 from memhub.memory.core import CoreService
 from memhub.memory.scenario import ScenarioEntry, ScenarioService
 from memhub.model import AtomicFilter, AtomicRecord, MessageFilter, MessageRecord
+from memhub.retrieval.followup import candidate_names, contextual_query, participant_free
 from memhub.retrieval.hybrid import SearchOptions, near_duplicates, shingles
 from memhub.retrieval.packing import estimate_tokens, truncate_to_tokens
 from memhub.scope import Isolation
@@ -52,6 +53,10 @@ ITEM_OVERHEAD_CHARS = 36
 # A scene's summary is a hint of what to read in full, not the scene: one line at most.
 SCENE_SUMMARY_CHARS = 100
 ELLIPSIS = "…"
+# The candidate pools above fit the budget memories get by default (about 700 tokens once the persona and the
+# scene index took theirs); a larger budget scales them, up to MAX_POOL_SCALE times.
+POOL_BUDGET_TOKENS = 700
+MAX_POOL_SCALE = 8.0
 _SEARCHES = ThreadPoolExecutor(max_workers=8, thread_name_prefix="memhub-recall")
 
 
@@ -101,6 +106,16 @@ class RecallResult:
     tokens: int
     strategy: str
     notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidates:
+    """One search of both layers: its items best first, how each layer was searched, notes, how many withheld."""
+
+    items: list[RecalledItem]
+    strategies: tuple[str, str]
+    notes: list[str]
+    withheld: int
 
 
 @dataclass(slots=True)
@@ -200,29 +215,42 @@ class RecallService:
         for entry in scenes:
             budget.take(*_cost(_scene_line(entry)))
 
-        # Both layers are searched at once; the query is embedded once (the embedder shares a query in flight).
-        l0_search = _SEARCHES.submit(
-            self.conversation.search, iso, request.query, MessageFilter(), SearchOptions(limit=L0_CANDIDATES)
-        )
-        l1 = self.atomic.search(iso, request.query, AtomicFilter(), SearchOptions(limit=L1_CANDIDATES))
-        l0 = l0_search.result()
-        # Nothing that reads like an instruction to the agent reaches a prompt, from either layer.
-        candidates = [_l1_item(h.record, h.score) for h in l1.hits if not _is_suspect(h.record)]
-        candidates += [
-            _l0_item(h.record, h.score) for h in l0.hits if not looks_like_prompt_injection(h.record.content)
-        ]
-        withheld = len(l1.hits) + len(l0.hits) - len(candidates)
-        candidates.sort(key=lambda item: item.score, reverse=True)
-        memories = choose(candidates, budget, [m.content for m in request.messages])
+        query = contextual_query(request.query, [m.content for m in request.messages if m.role == "user"])
+        participants = self.conversation.participants(iso, candidate_names(query))
+        vector_text = participant_free(query, participants) if participants else None
+        window = [m.content for m in request.messages]
+        scale = pool_scale(budget)
+        first = self._search(iso, query, vector_text, round(L1_CANDIDATES * scale), round(L0_CANDIDATES * scale))
+        memories = choose(first.items, budget, window)
 
         used = sum(_cost(item.content)[1] for item in memories)
         used += _cost(persona)[1] if persona is not None else 0
         used += sum(_cost(_scene_line(e))[1] for e in scenes)
-        strategy = l1.strategy if l1.strategy == l0.strategy else f"l1:{l1.strategy}+l0:{l0.strategy}"
-        notes = sorted({*l1.notes, *l0.notes})
-        if withheld:
-            notes.append(f"{withheld} withheld: they read like instructions to the agent")
+        l1_strategy, l0_strategy = first.strategies
+        strategy = l1_strategy if l1_strategy == l0_strategy else f"l1:{l1_strategy}+l0:{l0_strategy}"
+        notes = sorted(set(first.notes))
+        if first.withheld:
+            notes.append(f"{first.withheld} withheld: they read like instructions to the agent")
         return RecallResult(memories, persona, scenes, used, strategy, notes)
+
+    def _search(self, iso: Isolation, query: str, vector_text: str | None, l1_limit: int, l0_limit: int) -> _Candidates:
+        """Both layers searched for `query` (its vector from `vector_text`), ranked together by score."""
+        # Both layers are searched at once; the query is embedded once (the embedder shares a query in flight).
+        l0_search = _SEARCHES.submit(
+            self.conversation.search,
+            iso,
+            query,
+            MessageFilter(),
+            SearchOptions(limit=l0_limit, semantic_query=vector_text),
+        )
+        l1 = self.atomic.search(iso, query, AtomicFilter(), SearchOptions(limit=l1_limit, semantic_query=vector_text))
+        l0 = l0_search.result()
+        # Nothing that reads like an instruction to the agent reaches a prompt, from either layer.
+        items = [_l1_item(h.record, h.score) for h in l1.hits if not _is_suspect(h.record)]
+        items += [_l0_item(h.record, h.score) for h in l0.hits if not looks_like_prompt_injection(h.record.content)]
+        items.sort(key=lambda item: item.score, reverse=True)
+        withheld = len(l1.hits) + len(l0.hits) - len(items)
+        return _Candidates(items, (l1.strategy, l0.strategy), [*l1.notes, *l0.notes], withheld)
 
     def _persona(self, iso: Isolation, budget: Budget) -> str | None:
         content = self.core.read(iso).content
@@ -298,3 +326,17 @@ def choose(candidates: Sequence[RecalledItem], budget: Budget, in_window: Sequen
         seen[item.id] = grams
         covered.update(item.source_message_ids)
     return list(chosen.values())
+
+
+def pool_scale(budget: Budget) -> float:
+    """How many times the default candidate pools the budget left for memories calls for (1 to MAX_POOL_SCALE).
+
+    The default pools hold about three candidates for every item the default budget takes; a larger budget
+    would spend them and stop with room left, so the pools grow with it.
+    """
+    wanted = [
+        room / default
+        for room, default in ((budget.tokens, POOL_BUDGET_TOKENS), (budget.chars, POOL_BUDGET_TOKENS * 4))
+        if room is not None
+    ]
+    return min(max(min(wanted, default=MAX_POOL_SCALE), 1.0), MAX_POOL_SCALE)

@@ -86,6 +86,9 @@ class SearchOptions:
     lexical_weight: float | None = None  # None: LEXICAL_WEIGHT (services pass the model's own)
     max_chars: int | None = None  # prompt budget: the best hits whose texts fit (see packing.py)
     max_tokens: int | None = None
+    # The text the query vector is made from, when it differs from the query (recall leaves participants' names
+    # out of it, memhub.retrieval.followup); BM25 and the speaker bonus still read the query.
+    semantic_query: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +130,8 @@ def hybrid_search(
     notes: list[str] = []
     # The query embeds on another thread while BM25 runs here: both release the GIL, and embedding
     # (e5: ~15–25 ms) is the larger part of a search.
-    pending = _QUERY_EMBEDDING.submit(_query_vector, query, embed_query, notes) if embed_query else None
+    vector_text = options.semantic_query or query
+    pending = _QUERY_EMBEDDING.submit(_query_vector, vector_text, embed_query, notes) if embed_query else None
     lexical = channels.lexical(pool) if has_terms else []
     vector = pending.result() if pending is not None else None
     semantic = channels.semantic(vector, max(options.limit, SEMANTIC_CANDIDATES)) if vector is not None else []

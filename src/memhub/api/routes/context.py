@@ -53,6 +53,7 @@ class CapsOverride(BaseModel):
     help: int | None = _cap("help")
     standards: int | None = _cap("standards")
     skills: int | None = _cap("skills")
+    memory: int | None = _cap("memory")
     conversation: int | None = _cap("conversation")
     total: int | None = _cap("total")
 

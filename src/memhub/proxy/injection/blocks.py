@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memhub.formats.fence import escape_tags, neutralise
+from memhub.formats.fence import escape_tags
 from memhub.knowledge.tools_block import SESSION_TOKEN_HEADER, shell_quote
 from memhub.memory.recall import RecalledItem
+from memhub.memory.recall_text import item_line
 from memhub.proxy.injection.memory_blocks import Language
-from memhub.timeutil import ms_to_iso
 
 # -- skills ---------------------------------------------------------------------------------------------------
 
@@ -155,17 +155,6 @@ def render_recall(items: Sequence[RecalledItem], language: Language = "en") -> s
     if not items:
         return ""
     lines = [f"<{RECALL_TAG}>", _RECALL_INTRO[language]]
-    for item in items:
-        content = neutralise(" ".join(item.content.split()))
-        lines.append(f"- [{escape_tags(_recall_label(item))}] {content}")
+    lines += [item_line(item) for item in items]
     lines.append(f"</{RECALL_TAG}>")
     return "\n".join(lines)
-
-
-def _recall_label(item: RecalledItem) -> str:
-    """A turn's label names when it was said (UTC date) and by whom; a memory's, its type. A memory's time is when
-    it last changed, not when its event happened (its text carries that), so it is left out."""
-    if item.layer == "l0":
-        label = f"conversation {ms_to_iso(item.time_ms)[:10]}"
-        return f"{label}, {item.role}" if item.role else label
-    return f"memory, {item.type}" if item.type else "memory"
