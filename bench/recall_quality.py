@@ -10,12 +10,15 @@ copied). Everything goes through the HTTP API of a real `memhub serve` (default 
    timestamp, the turn's `dia_id` in metadata), one session per LoCoMo session; the returned message
    ids map back to the turns; after each session `/v3/pipeline/flush` asks for its extraction;
 2. the run waits until the pipeline is idle and the embedding backlog is 0;
-3. for each question of categories 1–4, three answers are scored against the question's evidence turns:
+3. for each question of categories 1–4, four answers are scored against the question's evidence turns:
    - L0 only: `conversation/search` top 10;
    - L1 only: `atomic/search` top 5 (what the agent kit injected before `/v3/recall`): a memory
      counts for its `source_message_ids`;
    - recall: `/v3/recall` at its default budget (about 1,000 tokens): turns count for themselves,
-     memories for their sources.
+     memories for their sources;
+   - recall, as a follow-up: the question rewritten as a follow-up to an earlier question about the same
+     person ("And what did she research?"), with that question and its answer as `messages`
+     (bench/followups.py says how); aim: within 0.03 of the direct phrasing.
    Coverage = the share of the question's evidence turns present in the answer.
 
 Also reported: L1 memories per 100 turns, sources per memory, memories that look like fragments
@@ -23,7 +26,7 @@ Also reported: L1 memories per 100 turns, sources per memory, memories that look
 people, memories holding more than one fact ("multi_fact" and its share; aim ≤ 5 %: two independent
 clauses joined by and/but/yet/so or ';', each with its own subject and finite verb, date notes aside —
 the rule and what it leaves out are in `bench/multi_fact.py`), the tokens recall used, and latency p50/p95
-of the three calls.
+of the four calls.
 
 Latency at scale (--latency-turns, default 10,000): the LoCoMo turns again, cycled into one scope
 until it holds that many, flushed through the pipeline and embedded; then each question is asked
@@ -53,15 +56,17 @@ from typing import Any
 import httpx
 
 from common import HERE, Latency, client, ok_data, running_server, write_result
+from followups import followup_questions
 from locomo import CATEGORIES, DATA, evidence_ids, sessions, turn_messages, wait_for_backlog
 from multi_fact import holds_several_facts
 
 DEFAULT_OUT = HERE / "results" / "recall_quality.json"
 BATCH = 100
-ROWS = ("l0_top10", "l1_top5", "recall")
+ROWS = ("l0_top10", "l1_top5", "recall", "recall_followup")
 ROW_NAMES = {"l0_top10": "L0 only (conversation/search top 10)", "l1_top5": "L1 only (atomic/search top 5)"}
 ROW_NAMES["recall"] = "/v3/recall (default budget)"
-AIMS = {"recall": 0.75, "l1_top5": 0.40}
+ROW_NAMES["recall_followup"] = "/v3/recall, asked as follow-ups (bench/followups.py)"
+AIMS = {"recall": 0.85, "l1_top5": 0.40}
 # Words a complete English sentence never ends on ("User loves to.", "… went to the."); clause-final verbs and
 # prepositions ("who they are.", "count them in.") end real sentences, so they are not here.
 _DANGLING = frozenset(re.findall(r"\w+", "to the a an of and or my their his her our your its than but"))
@@ -130,13 +135,12 @@ def evaluate(
     tokens: list[int],
     layers: dict[str, int],
 ) -> None:
-    """Score the three answers of every question of categories 1–4."""
+    """Score the four answers of every question of categories 1–4."""
     turns = {t["dia_id"] for _, _, ts in sessions(sample["conversation"]) for t in ts}
     scope = {"user_id": sample["sample_id"]}
-    for question in sample["qa"]:
-        category = question.get("category")
-        if category not in CATEGORIES:
-            continue
+    asked = [q for q in sample["qa"] if q.get("category") in CATEGORIES]
+    for question, (follow_up, window) in zip(asked, followup_questions(asked, sample), strict=True):
+        category = question["category"]
         evidence = {e for e in evidence_ids(question["evidence"]) if e in turns}
         if not evidence:
             continue
@@ -152,21 +156,33 @@ def evaluate(
         started = time.perf_counter()
         recalled = ok_data(http, "/v3/recall", {**scope, "query": query + "  "})
         latencies["recall"].append(time.perf_counter() - started)
+        messages = [{"role": role, "content": content} for role, content in window]
+        started = time.perf_counter()
+        followed = ok_data(http, "/v3/recall", {**scope, "query": follow_up + "   ", "messages": messages})
+        latencies["recall_followup"].append(time.perf_counter() - started)
 
         found = {
             "l0_top10": {(m.get("metadata") or {}).get("dia_id", "") for m in l0["messages"]},
             "l1_top5": {dia_of.get(s, "") for m in l1["items"] for s in m["source_message_ids"]},
-            "recall": set(),
+            "recall": recalled_turns(recalled, dia_of),
+            "recall_followup": recalled_turns(followed, dia_of),
         }
         for item in recalled["memories"]:
             layers[item["layer"]] += 1
-            ids = item["source_message_ids"] if item["layer"] == "l1" else [item["id"]]
-            found["recall"] |= {dia_of.get(i, "") for i in ids}
         tokens.append(recalled["tokens"])
         for row in ROWS:
             value = coverage(found[row], evidence)
             scores[row][category].append(value)
             scores[row]["all"].append(value)
+
+
+def recalled_turns(recalled: dict[str, Any], dia_of: dict[str, str]) -> set[str]:
+    """The turns a recall answer holds: a turn counts for itself, a memory for its sources."""
+    found: set[str] = set()
+    for item in recalled["memories"]:
+        ids = item["source_message_ids"] if item["layer"] == "l1" else [item["id"]]
+        found |= {dia_of.get(i, "") for i in ids}
+    return found
 
 
 def latency_run(http: httpx.Client, samples: list[dict[str, Any]], turns_wanted: int, timeout: float) -> dict[str, Any]:
@@ -307,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     for row, aim in AIMS.items():
         value = summary[row].get("all", 0.0)
         print(f"aim {ROW_NAMES[row]} ≥ {aim}: {value:.3f} ({'MET' if value >= aim else 'MISSED'})")
+    gap = summary["recall"].get("all", 0.0) - summary["recall_followup"].get("all", 0.0)
+    print(f"aim follow-ups within 0.03 of the direct phrasing: {gap:+.3f} ({'MET' if gap <= 0.03 else 'MISSED'})")
     write_result(
         args.out,
         {
