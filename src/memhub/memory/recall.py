@@ -14,10 +14,13 @@ together:
   request's `messages`) are skipped;
 - memories the extractor flagged as reading like instructions to the agent are never returned;
 - the persona and the scene index take at most a fixed share of the budget and the memories fill the
-  rest, best first, skipping any that no longer fit (see retrieval/packing.py).
+  rest, best first, skipping any that no longer fit (see retrieval/packing.py);
+- the query is read with the agent's window: a follow-up ("and what did she say?") is completed from the last
+  user turn, and the participants it names are left out of its vector (memhub.retrieval.followup).
 
-The work per call is bounded: two searches with fixed candidate pools, one persona read, one scene
-listing cut to `MAX_SCENES`.
+The work per call is bounded: one BM25 probe for the participants a query names, two searches with candidate
+pools sized to the budget (the defaults at the default budget, at most `MAX_POOL_SCALE` times them), one
+persona read, one scene listing cut to `MAX_SCENES`.
 """
 
 from __future__ import annotations
