@@ -185,3 +185,22 @@ def test_a_user_key_alone_is_resolved_once_and_its_ids_reused(rig: HookRig, tmp_
     kept.write_text(json.dumps({**remembered, "team_id": "team-elsewhere", "at": 0}), encoding="utf-8")
     third = memhub("hooks", "run", "user-prompt-submit", stdin=json.dumps(prompt), env=env)
     assert third.returncode == 0 and "blue-heron" in third.stdout
+
+
+def test_a_follow_up_prompt_is_recalled_with_the_turns_before_it(rig: HookRig, tmp_path: Path) -> None:
+    turns = [
+        {"role": "user", "content": "Alice: I work as a pastry chef in Lisbon"},
+        {"role": "assistant", "content": "Bob: I work as a nurse at the city hospital"},
+    ]
+    rig.gateway.ok("/v3/conversation/add", {**SCOPE, "session_id": "earlier", "messages": turns})
+
+    def first_recalled(earlier_prompt: str) -> str:
+        t = Transcript(tmp_path / f"{earlier_prompt[:9]}.jsonl", SESSION)
+        t.append(t.user(earlier_prompt), t.assistant("msg-1", text("Lisbon, I think.")))
+        done = rig.run("user-prompt-submit", t.payload("UserPromptSubmit", prompt="And what does she do for work?"))
+        context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+        return next(line for line in context.splitlines() if line.startswith("- ")).split("] ", 1)[1]
+
+    # The same prompt, after a question about Alice or about Bob in the transcript, recalls that person first.
+    assert first_recalled("Where did Alice move to?").startswith("Alice:")
+    assert first_recalled("Where did Bob move to?").startswith("Bob:")

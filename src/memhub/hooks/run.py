@@ -40,6 +40,7 @@ HOOK_EVENT_NAMES = {"session-start": "SessionStart", "user-prompt-submit": "User
 
 # Claude Code passes ~10k injected characters through whole and truncates far larger ones to a preview.
 MAX_CONTEXT_CHARS = 8000
+WINDOW_MESSAGE_CHARS = 4000  # of each recent turn sent with a prompt's recall
 MAX_MEMORY_CHARS = 500
 MAX_MEMORIES = 20
 MAX_PERSONA_CHARS = 4000
@@ -145,7 +146,13 @@ async def user_prompt_submit(
     client = await _client(connection, directory)
     try:
         # Persona and scenes came with SessionStart: this turn gets only what its prompt calls up.
-        answer = await client.recall(prompt, max_chars=MAX_CONTEXT_CHARS, include_persona=False, include_scenes=False)
+        answer = await client.recall(
+            prompt,
+            messages=_window(payload),
+            max_chars=MAX_CONTEXT_CHARS,
+            include_persona=False,
+            include_scenes=False,
+        )
     finally:
         await client.close()
     memories = answer.get("memories") or []
@@ -153,6 +160,19 @@ async def user_prompt_submit(
         memories, max_items=MAX_MEMORIES, max_item_chars=MAX_MEMORY_CHARS, max_chars=MAX_CONTEXT_CHARS
     )
     return _context("user-prompt-submit", block)
+
+
+def _window(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The session's last turns from its transcript (recall reads a follow-up prompt with them); none when the
+    transcript cannot be read."""
+    path = payload.get("transcript_path")
+    if not isinstance(path, str) or not path:
+        return []
+    try:
+        found = transcript.recent_messages(Path(path))
+    except OSError:
+        return []
+    return [{"role": m.role, "content": m.content[:WINDOW_MESSAGE_CHARS]} for m in found]
 
 
 async def capture(payload: Mapping[str, Any], connection: Connection, directory: Path, log: logging.Logger) -> str:

@@ -23,6 +23,9 @@ from memhub.sdk._messages import extract_text
 # A transcript grows by a turn at a time; a read this large is a transcript we have never seen (a resumed session),
 # and what is past it waits for the next hook rather than one process holding it all in memory.
 MAX_READ_BYTES = 8 * 1024 * 1024
+# The window a prompt's recall reads the prompt with (a follow-up question leans on the turns before it).
+RECENT_MESSAGES = 6
+RECENT_TAIL_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +85,16 @@ def read_slice(path: Path, start: int, end: int) -> Slice:
         reply_id = message_id if role == "assistant" else None
         messages.append(TranscriptMessage(role, text, stamp))
     return Slice(start, end, [m for m in messages if m.content.strip()])
+
+
+def recent_messages(
+    path: Path, count: int = RECENT_MESSAGES, tail_bytes: int = RECENT_TAIL_BYTES
+) -> list[TranscriptMessage]:
+    """The transcript's last `count` conversation messages, read from its last `tail_bytes` only (a line cut at
+    the start of that tail is not a whole entry, and is skipped)."""
+    end = size(path)
+    start = max(0, end - tail_bytes)
+    return read_slice(path, start, complete_end(path, start, tail_bytes + 1)).messages[-count:]
 
 
 def _entry(raw: bytes) -> tuple[str, str, str | None, str | None] | None:
