@@ -50,7 +50,7 @@ from tests.proxy.fake_upstream import FakeUpstream
 
 from common import HERE, SERVICE, Latency, client, ok_data, running_server, write_result
 from locomo import CATEGORIES, DATA, evidence_ids, sessions, wait_for_backlog
-from recall_quality import coverage, ingest, progress, wait_for_pipeline
+from recall_quality import coverage, ingest, progress, table, wait_for_pipeline
 
 DEFAULT_OUT = HERE / "results" / "proxy_recall.json"
 SYSTEM = "You are a helpful assistant. Answer the user's question about their conversations."
@@ -182,18 +182,6 @@ def evaluate(
             scores[row]["all"].append(value)
 
 
-def table(scores: dict[str, dict[Any, list[float]]]) -> str:
-    columns = ["all", *CATEGORIES]
-    lines = [
-        "| what reaches the model | all | " + " | ".join(CATEGORIES.values()) + " |",
-        "|---|" + "---:|" * len(columns),
-    ]
-    for row in ROWS:
-        cells = [f"{statistics.fmean(scores[row][c]):.3f}" if scores[row][c] else "" for c in columns]
-        lines.append(f"| {ROW_NAMES[row]} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DATA, help="locomo10.json")
@@ -253,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     latency = {row: Latency.of(latencies[row]).__dict__ for row in ("proxy_recall_on", "proxy_recall_off")}
     turns = sum(len(d) for _, _, d in scopes)
     print(f"\nLoCoMo-{len(samples)}: {turns} turns, {len(scores['proxy_recall_on']['all'])} questions, env {env}")
-    print(table(scores))
+    print(table(scores, ROWS, ROW_NAMES, "what reaches the model"))
     for row, lat in latency.items():
         print(f"{ROW_NAMES[row]}: proxied call p50 {lat['p50_ms']:.1f} ms, p95 {lat['p95_ms']:.1f} ms")
     for row, counted in outcomes.items():

@@ -50,6 +50,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -222,13 +223,19 @@ def latency_run(http: httpx.Client, samples: list[dict[str, Any]], turns_wanted:
     }
 
 
-def table(scores: dict[str, dict[Any, list[float]]]) -> str:
+def table(
+    scores: dict[str, dict[Any, list[float]]],
+    rows: Sequence[str] = ROWS,
+    names: Mapping[str, str] = ROW_NAMES,
+    heading: str = "what a question gets",
+) -> str:
+    """Coverage per row, overall and per LoCoMo category, as a Markdown table."""
     columns = ["all", *CATEGORIES]
-    header = "| what a question gets | all | " + " | ".join(CATEGORIES.values()) + " |"
+    header = f"| {heading} | all | " + " | ".join(CATEGORIES.values()) + " |"
     lines = [header, "|---|" + "---:|" * len(columns)]
-    for row in ROWS:
+    for row in rows:
         cells = [f"{statistics.fmean(scores[row][c]):.3f}" if scores[row][c] else "" for c in columns]
-        lines.append(f"| {ROW_NAMES[row]} | " + " | ".join(cells) + " |")
+        lines.append(f"| {names[row]} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
