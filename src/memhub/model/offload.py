@@ -1,0 +1,136 @@
+"""Context offload's vocabulary: tool pairs an agent ran, their summaries, task graphs and compaction state.
+
+A long agent run is mostly tool output it read once. Offload keeps each tool pair's full result on the server,
+a short summary that can stand in for it, and a Mermaid task graph per task; compaction then swaps results for
+summaries (and, past harder thresholds, drops the oldest turns) while the graph keeps the thread of the work.
+
+Plain data only. The stages that make summaries and graphs are in `memhub.offload`; the store persists them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+# The original's limits: a summary is one line an agent can read at a glance; a graph node's text is shorter.
+SUMMARY_MAX_CHARS = 200
+NODE_SUMMARY_MAX_CHARS = 150
+SCORE_MIN, SCORE_MAX = 0, 10
+
+NodeStatus = Literal["done", "doing", "paused", "blocked"]
+NODE_STATUSES: tuple[NodeStatus, ...] = ("done", "doing", "paused", "blocked")
+CompactionLevel = Literal["fastpath", "mild", "aggressive", "emergency"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPair:
+    """One tool call and its result, as the agent ran it (`params` and `result` are any JSON)."""
+
+    tool_name: str
+    tool_call_id: str
+    params: Any
+    result: Any
+    timestamp: str
+    error: str | None = None
+    duration_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecentTurn:
+    """A user or assistant text turn sent with an ingest, read as context by the stages."""
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class PairSummary:
+    """What the summary stage (L1) makes of one tool pair.
+
+    `score` is replaceability, 0–10: how safely the summary can stand in for the full result in a prompt
+    (10: the summary says all a later step needs; 0: the result must stay whole).
+    """
+
+    tool_call_id: str
+    tool_call: str  # a short rendering of the call: its tool and the parameters that identify it
+    summary: str  # at most SUMMARY_MAX_CHARS
+    score: int
+    timestamp: str
+
+
+@dataclass(frozen=True, slots=True)
+class OffloadEntry:
+    """A summarised tool pair as stored: its summary, the task-graph node it belongs to, and where its result is."""
+
+    tool_call_id: str
+    tool_call: str
+    summary: str
+    score: int
+    timestamp: str
+    result_ref: str  # read back in full with the read-ref route
+    node_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskJudgment:
+    """What the task stage (L1.5) decides when a new user prompt arrives."""
+
+    task_completed: bool  # the task before this prompt is finished
+    is_long_task: bool  # the new work is worth a task graph
+    is_continuation: bool  # the prompt continues an existing graph ...
+    continuation_graph: str | None = None  # ... this one (a graph filename)
+    new_task_label: str | None = None  # the label of a new task's graph
+
+
+@dataclass(frozen=True, slots=True)
+class TaskGraph:
+    """One task's Mermaid `flowchart TD`, by filename within its session."""
+
+    filename: str
+    content: str
+    updated_ms: int
+
+    @property
+    def version(self) -> str:
+        """The original's version: the first 12 hex digits of the content's MD5 ("" for no content)."""
+        return hashlib.md5(self.content.encode("utf-8")).hexdigest()[:12] if self.content else ""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphUpdate:
+    """What the graph stage (L2) writes: the graph's new content and the node each entry now belongs to."""
+
+    filename: str
+    content: str
+    node_of: dict[str, str] = field(default_factory=dict)  # tool_call_id -> node id
+
+
+@dataclass(frozen=True, slots=True)
+class CompactState:
+    """What a session's earlier compactions decided, re-applied first so that compaction is stable.
+
+    `replaced`: tool results swapped for their summaries; `deleted`: tool results dropped with their calls
+    (both by tool_call_id).
+    """
+
+    replaced: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    last_compacted_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CompactReport:
+    """Every field of the original's report, in its names (camelCase on the wire)."""
+
+    resolved_level: CompactionLevel
+    original_count: int
+    compacted_count: int
+    fast_path_replaced: int = 0
+    fast_path_deleted: int = 0
+    mild_replacements: int = 0
+    aggressive_deleted: int = 0
+    emergency_deleted: int = 0
+    mmd_injected: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
