@@ -110,13 +110,15 @@ class GraphUpdate:
 class CompactState:
     """What a session's earlier compactions decided, re-applied first so that compaction is stable.
 
-    `replaced`: tool results swapped for their summaries; `deleted`: tool results dropped with their calls
-    (both by tool_call_id).
+    `replaced`: tool results swapped for their summaries; `truncated`: tool results cut to their head and tail
+    (both by tool_call_id); `deleted`: units dropped, by the tool_call_ids they held, or for a unit without
+    tool calls by `msg:<position>:<digest>` (its position in the messages and a digest of its content).
     """
 
     replaced: tuple[str, ...] = ()
     deleted: tuple[str, ...] = ()
     last_compacted_ms: int = 0
+    truncated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
