@@ -208,10 +208,13 @@ class _Compactor:
         return replaced_results, dropped_messages
 
     def _mild(self) -> int:
-        """Replace every replaceable result in the older messages by its summary; return how many."""
-        kept = [index for index in range(len(self.current)) if not self.dropped[self.unit_of[index]]]
+        """Replace every replaceable result in the older messages by its summary; return how many.
+
+        "Older" is by position in the messages as sent, not among those kept, so that the same messages sent
+        again find nothing new to replace however many earlier compactions dropped.
+        """
         count = 0
-        for index in kept[: math.floor(len(kept) * self.config.mild_scan_share)]:
+        for index in range(math.floor(len(self.original) * self.config.mild_scan_share)):
             if not self._changeable(self.unit_of[index]):
                 continue
             for call_id in fmt.result_ids(self.current[index]):
