@@ -207,6 +207,12 @@ def test_the_replacement_names_the_call_the_summary_the_ref_and_the_reading_tool
     )
 
 
+def test_a_long_call_rendering_is_capped_in_the_replacement() -> None:
+    entry = OffloadEntry("toolu_1", "Write(" + "x" * 5000 + ")", "wrote a.py", 8, "t", "ref-1")
+    text = replacement_text(entry)
+    assert f"] {entry.tool_call[:300]}… → wrote a.py (full result: ref-1;" in text
+
+
 def test_a_summary_longer_than_its_result_does_not_replace_it() -> None:
     session = Session(
         [

@@ -117,6 +117,7 @@ class _Compactor:
         else:
             self.tokens = [self.counter.message_tokens(message) for message in messages]
         self.units = fmt.units(messages)
+        self.results = [fmt.result_ids(message) for message in messages]  # replacing a result keeps its id
         self.unit_of = [position for position, unit in enumerate(self.units) for _ in range(unit.start, unit.stop)]
         self.dropped = [False] * len(self.units)
         self.replaced: list[str] = []
@@ -199,7 +200,7 @@ class _Compactor:
                 dropped_messages += self._drop(position, record=False)
                 continue
             for index in range(unit.start, unit.stop):
-                for call_id in fmt.result_ids(self.current[index]):
+                for call_id in self.results[index]:
                     entry = self.entries.get(call_id)
                     if call_id in replaced and entry is not None:
                         replaced_results += self._set_result(index, call_id, replacement_text(entry))
@@ -217,7 +218,7 @@ class _Compactor:
         for index in range(math.floor(len(self.original) * self.config.mild_scan_share)):
             if not self._changeable(self.unit_of[index]):
                 continue
-            for call_id in fmt.result_ids(self.current[index]):
+            for call_id in self.results[index]:
                 entry = self.entries.get(call_id)
                 if entry is None or entry.score < self.config.replace_min_score:
                     continue
@@ -258,7 +259,7 @@ class _Compactor:
             if not self._changeable(position) or (position in self.recent and not recent_too):
                 continue
             for index in range(unit.start, unit.stop):
-                for call_id in fmt.result_ids(self.current[index]):
+                for call_id in self.results[index]:
                     if call_id in self.cut:
                         continue  # cut once already: cutting the cut text again would not be re-applied alike
                     length = len(fmt.result_text(self.current[index], call_id) or "")
@@ -296,7 +297,7 @@ class _Compactor:
             at = next((place for place, index in enumerate(kept) if not fmt.is_instruction(self.current[index])), 0)
         else:
             unit = self.units[self.unit_of[self.last_user]]
-            before = kept[-1] == self.last_user and not fmt.result_ids(self.original[self.last_user])
+            before = kept[-1] == self.last_user and not self.results[self.last_user]
             at = kept.index(self.last_user) + (0 if before else unit.stop - self.last_user)
         output.insert(at, block)
         return output
@@ -364,8 +365,16 @@ class _Compactor:
 
 
 def _is_stale_context(message: Mapping[str, Any]) -> bool:
-    """An earlier compaction's task-graph block, sent back with the history: replaced by the current one."""
-    return fmt.role(message) == "user" and is_task_context(fmt.content_text(fmt.body(message).get("content")))
+    """An earlier compaction's task-graph block, sent back with the history: replaced by the current one.
+
+    The block is a user message of that text alone, or of one text part when the client turned it into parts.
+    """
+    if fmt.role(message) != "user":
+        return False
+    content = fmt.body(message).get("content")
+    if isinstance(content, list) and len(content) == 1:
+        content = content[0]
+    return is_task_context(fmt.content_text(content)) if isinstance(content, str | Mapping) else False
 
 
 def _plain_key_start(key: str) -> int | None:

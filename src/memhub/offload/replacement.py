@@ -9,12 +9,18 @@ from __future__ import annotations
 from memhub.model.offload import OffloadEntry
 
 READ_TOOL = "memhub_read_offloaded"
+# A call is rendered by a model and may quote a long parameter (a file's new content): the stand-in names the
+# call, it does not repeat it. The original system caps its renderings at the same length.
+TOOL_CALL_MAX_CHARS = 300
 
 
 def replacement_text(entry: OffloadEntry) -> str:
     """The summary that replaces a whole tool result, with the way back to the full one."""
+    call = (
+        entry.tool_call if len(entry.tool_call) <= TOOL_CALL_MAX_CHARS else entry.tool_call[:TOOL_CALL_MAX_CHARS] + "…"
+    )
     return (
-        f"[offloaded tool result] {entry.tool_call} → {entry.summary} "
+        f"[offloaded tool result] {call} → {entry.summary} "
         f"(full result: {entry.result_ref}; read it with the {READ_TOOL} tool)"
     )
 
