@@ -87,8 +87,9 @@ def compact(
 
     `total_tokens` is the whole request as the caller counted it, so whatever it holds beyond the messages
     (system prompt, tool schemas) is kept as fixed overhead. `message_tokens`, when given for every message,
-    are used as their counts. `entries` are the session's offloaded results by tool_call_id. The input is never
-    modified; messages left unchanged are returned as the caller's own objects.
+    are used as their counts (a message compaction changes is counted anew with `config.encoding`). `entries`
+    are the session's offloaded results by tool_call_id. The input is never modified; messages left unchanged
+    are returned as the caller's own objects.
     """
     if context_window <= 0:
         raise ValueError("context_window must be positive")
