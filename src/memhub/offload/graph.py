@@ -92,9 +92,9 @@ _SPACES = re.compile(r"\s+")
 _META = re.compile(r"^%%\{(.*)\}%%\s*$")
 _HEADER = re.compile(r"^(?:flowchart|graph)\s+\w+\s*;?$", re.IGNORECASE)
 _NODE = re.compile(
-    r"^([A-Za-z][\w-]*)\s*(\(\[|\[\[|\[\(|\(\(|\{\{|\[|\(|\{|>)\s*(\"?)(.*?)\3\s*(\]\)|\]\]|\)\]|\)\)|\}\}|\]|\)|\})\s*;?$"
+    r"^(\w[\w-]*)\s*(\(\[|\[\[|\[\(|\(\(|\{\{|\[|\(|\{|>)\s*(\"?)(.*?)\3\s*(\]\)|\]\]|\)\]|\)\)|\}\}|\]|\)|\})\s*;?$"
 )
-_EDGE = re.compile(r"^([A-Za-z][\w-]*)\s*(-->|-\.->|==>|---)\s*(?:\|([^|]*)\|\s*)?([A-Za-z][\w-]*)\s*;?$")
+_EDGE = re.compile(r"^(\w[\w-]*)\s*(-->|-\.->|==>|---)\s*(?:\|([^|]*)\|\s*)?(\w[\w-]*)\s*;?$")
 _BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _FIELD = re.compile(r"^(status|summary|timestamp|time)\s*:\s*(.*)$", re.IGNORECASE | re.DOTALL)
 _OUR_ID = re.compile(r"^n(\d+)$")

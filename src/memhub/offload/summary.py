@@ -46,7 +46,8 @@ _LISTED = 4  # names listed after a count
 
 # Failures matter in the output of commands and edits; in a search hit or a file an "Error:" is just content.
 _FAILURE_SCANNED: frozenset[Action] = frozenset({"test", "run", "vcs", "edit", "other"})
-_TEXT_KEYS = ("stdout", "output", "content", "text", "result", "results", "body", "message", "data")
+# The fields of a result object that hold its output (text or content blocks); other objects are data.
+_TEXT_KEYS = ("stdout", "output", "content", "text", "result", "message")
 _STATUS_KEYS = ("exit_code", "exitCode", "returncode", "return_code", "exit_status", "status_code")
 
 _SPACES = re.compile(r"\s+")
@@ -89,7 +90,7 @@ _PATH = re.compile(
     r"json|ya?ml|toml|ini|cfg|sh|sql|html|css|vue|lock)\b"
 )
 _FAILURE_WORDS = re.compile(
-    r"\b(?:error|errors|failed|failing|failure|exception|traceback|fatal|panic|blocked)\b|\bexit (?:code )?[1-9]|"
+    r"\w*(?:error|exception)s?\b|\b(?:failed|failing|failures?|traceback|fatal|panic|blocked)\b|\bexit (?:code )?[1-9]|"
     r"失败|错误|报错|异常",
     re.IGNORECASE,
 )
@@ -165,7 +166,7 @@ def flatten_result(result: Any, depth: int = 0) -> str:
             return "\n".join(result)
         return _json(result)
     if isinstance(result, dict):
-        parts = [flatten_result(result[k], depth + 1) for k in _TEXT_KEYS if result.get(k) not in ("", None)]
+        parts = [flatten_result(result[k], depth + 1) for k in _output_keys(result)]
         stderr = result.get("stderr")
         if isinstance(stderr, str) and stderr.strip():
             parts.append(f"stderr: {stderr}")
@@ -224,7 +225,7 @@ def _facts(pair: ToolPair, action: Action, result: _Result) -> tuple[list[str], 
             facts.append("no output")
         return facts, failed
     facts.extend(_ACTION_FACTS[action](pair, result))
-    if action in _FAILURE_SCANNED:
+    if action in _FAILURE_SCANNED and action != "test":  # a test log names every test file it ran
         said = " ".join(facts)
         facts.append(_paths(text, said))
     return facts, failed
@@ -354,7 +355,7 @@ def _run_facts(pair: ToolPair, result: _Result) -> list[str]:
 
 def _other_facts(pair: ToolPair, result: _Result) -> list[str]:
     value = pair.result
-    if isinstance(value, dict) and not any(k in value for k in _TEXT_KEYS):
+    if isinstance(value, dict) and not _output_keys(value):
         return [_fields(value)]
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
         return [f"{len(value)} item{_s(value)}", "first: " + _fields(value[0])]
@@ -402,6 +403,10 @@ def _headline(text: str) -> str:
             return failure[0]
     lines = _meaningful(text[:WINDOW_CHARS])
     return _cut(lines[0], _LINE_CHARS) if lines else ""
+
+
+def _output_keys(result: dict[str, Any]) -> list[str]:
+    return [k for k in _TEXT_KEYS if isinstance(result.get(k), str | list) and result[k]]
 
 
 def _error_object(result: Any) -> bool:
