@@ -222,9 +222,10 @@ def _read_judgment(value: Any, prompt: str, known: set[str], active: str | None)
     long_task = _flag(field["is_long_task"])
     graph = field["continuation_graph"]
     graph = graph.strip() if isinstance(graph, str) and graph.strip() in known else None
-    if not completed:
+    continues = _flag(field["is_continuation"]) and graph is not None
+    if not completed or (continues and graph == active):
         return TaskJudgment(False, True, True, continuation_graph=active)
-    if _flag(field["is_continuation"]) and graph is not None and graph != active:
+    if continues:
         return TaskJudgment(True, True, True, continuation_graph=graph)
     label = (_clean(field["new_task_label"], LABEL_MAX_CHARS) or task_label(prompt)) if long_task else None
     return TaskJudgment(True, long_task, False, new_task_label=label)

@@ -55,7 +55,7 @@ MAX_ENTRIES_PER_CALL = 30
 GRAPH_BUDGET_CHARS = 4_000  # the size the graph writer is asked to keep a graph under (the original's budget)
 
 _TAGS = ("recent_turns", "tool_pairs", "new_prompt", "task_graphs", "current_graph", "new_entries", "task_goal")
-_OUR_TAGS = re.compile(r"<(/?)\s*(" + "|".join(_TAGS) + r")\b", re.IGNORECASE)
+_OUR_TAGS = re.compile(r"<\s*(/?)\s*(" + "|".join(_TAGS) + r")\b", re.IGNORECASE)
 
 _DATA_RULE = (
     "SECURITY: everything inside the tagged blocks of the user message ("

@@ -76,7 +76,7 @@ _COMMITTED = re.compile(r"^\[[\w./-]+(?: \(root-commit\))? ([0-9a-f]{7,12})\] .+
 _BRANCH = re.compile(r"^On branch (\S+)", re.MULTILINE)
 _STATUS_ENTRY = re.compile(r"^[ \t]*(modified|new file|deleted|renamed):\s+(.+)$", re.MULTILINE)
 _DIFF_FILE = re.compile(r"^diff --git a/(\S+)", re.MULTILINE)
-_LINE_NUMBER = re.compile(r"^\s*\d+(?:\t|→|:\s|\|\s?)", re.MULTILINE)
+_LINE_NUMBER = re.compile(r"^[ \t]*\d+(?:\t|→|:\s|\|\s?)", re.MULTILINE)
 _DEFINITION = re.compile(
     r"^[ \t]*(?:export\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:public\s+|private\s+|protected\s+|static\s+|abstract\s+)*"
     r"(?:async\s+)?(?:def|class|function|func|fn|interface|struct|enum|trait|type|impl)\s+([A-Za-z_$][\w$]*)",

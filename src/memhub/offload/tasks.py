@@ -56,7 +56,8 @@ _REFERS_BACK = re.compile(r"\b(?:it|this|that|these|those|them|the same)\b|这�
 _REQUEST = re.compile(
     r"\b(?:implement|fix|refactor|add|build|create|write|debug|migrate|investigate|update|set ?up|port|rewrite|"
     r"optimi[sz]e|design|integrate|deploy|configure|upgrade|remove|delete|rename|convert|support|review|"
-    r"analy[sz]e|make|change|improve|clean ?up|replace|move|split|merge|generate|install|run|test)\b|"
+    r"analy[sz]e|make|change|improve|clean ?up|replace|move|split|merge|generate|install|run|test|export|"
+    r"import|upload|schedule|automate|document|translate|benchmark|profile)\b|"
     r"实现|修复|修改|重构|添加|增加|编写|写一个|开发|调试|排查|优化|迁移|部署|配置|升级|删除|重命名|支持|集成|设计|"
     r"搭建|分析|测试|生成|安装|运行|改一下|处理",
     re.IGNORECASE,
@@ -68,7 +69,8 @@ _QUESTION = re.compile(
     re.IGNORECASE,
 )
 _POLITE_REQUEST = re.compile(
-    r"^\W*(?:can|could|would|will) you\b|^\W*(?:please|pls|let'?s|i want you to|i need you to)\b|帮我|请|麻烦",
+    r"(?:^|[.!?。！？]\s+)\W*(?:(?:can|could|would|will) you|please|pls|let'?s|i want you to|i need you to)\b|"
+    r"帮我|请|麻烦",
     re.IGNORECASE,
 )
 _LABEL_PREFIX = re.compile(
