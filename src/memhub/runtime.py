@@ -33,6 +33,7 @@ from memhub.memory.services import MemoryServices
 from memhub.meta.keys import KeyHasher, load_key_hasher
 from memhub.meta.quotas import Quotas
 from memhub.meta.services import MetaServices
+from memhub.offload.service import OffloadService
 from memhub.pipeline.generation_access import GenerationAccess
 from memhub.pipeline.generation_log import GenerationLogService
 from memhub.pipeline.runner import JobHandler, PipelineRunner
@@ -120,6 +121,14 @@ def pipeline_stages(settings: Settings, client: ChatClient | None) -> Stages:
     )
 
 
+def offload_service(settings: Settings, store: MemoryStore, client: ChatClient | None) -> OffloadService:
+    """Context offload over `store`: its stages through the LLM when one is configured, else offline."""
+    from memhub.offload.stages_factory import llm_stages, offline_stages
+
+    stages = llm_stages(client) if client is not None else offline_stages()
+    return OffloadService(store, stages, triggers=settings.offload_triggers())
+
+
 def pipeline_worker(
     settings: Settings,
     store: MemoryStore,
@@ -128,6 +137,7 @@ def pipeline_worker(
     prompts: MemoryPromptService,
     generations: GenerationLogService,
     skills: SkillService | None = None,
+    offload: OffloadService | None = None,
 ) -> PipelineWorker:
     """The background worker that turns conversations into memories (and, given the skill service, archives of
     agent work into skills); not started yet."""
@@ -135,6 +145,8 @@ def pipeline_worker(
     handlers: dict[str, JobHandler] = {}
     if skills is not None:
         handlers["skill"] = SkillMiner(store, skills, client, MinerConfig(lease_ms=config.lease_ms))
+    if offload is not None:
+        handlers.update(offload.job_handlers())
     runner = PipelineRunner(
         store,
         memory,
@@ -225,6 +237,7 @@ class Hub:
     skills: SkillService
     skill_finder: SkillFinder  # skill search, the <available_skills> listing and the composer's skill notes
     skill_mining: MiningService  # agent work buffered and archived; the pipeline's `skill` jobs mine it
+    offload: OffloadService  # context offload; the pipeline's `offload-*` jobs run its stages
     composer: ContextComposer
     knowledge_only: bool = False
     proxy: ProxyService | None = None  # the memory proxy's turn handler (`/proxy/{space_id}/v1/...`)
@@ -330,7 +343,10 @@ def build_hub(
     pipeline_on = settings.pipeline_enabled and not knowledge_only
     prompts, generations = MemoryPromptService(store.prompts), GenerationLogService(store.prompts)
     skills = SkillService(store.skills, store.meta, settings.skill_config())
-    worker = pipeline_worker(settings, store, memory, chat, prompts, generations, skills) if pipeline_on else None
+    offload = offload_service(settings, store, chat)
+    worker = (
+        pipeline_worker(settings, store, memory, chat, prompts, generations, skills, offload) if pipeline_on else None
+    )
     generator = worker.runner.stages.generator if worker is not None else "none"
     skill_finder = SkillFinder(skills, embedding)
     knowledge = knowledge_services(settings, store, meta, skills, chat)
@@ -353,6 +369,7 @@ def build_hub(
         skills=skills,
         skill_finder=skill_finder,
         skill_mining=MiningService(store.skills, on_archive=worker.nudge if worker is not None else None),
+        offload=offload,
         composer=ContextComposer(
             knowledge,
             memory.conversation,

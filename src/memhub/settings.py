@@ -12,6 +12,7 @@ from memhub.knowledge.codegraph.remote import allowlist_entry
 from memhub.knowledge.skill.config import SkillConfig
 from memhub.llm.client import LLMConfig
 from memhub.meta.origins import KnowledgeOrigins, origin_of, parse_allowlist_entry
+from memhub.model.offload import OffloadTriggers
 from memhub.pipeline.config import PipelineConfig
 from memhub.pipeline.schedule import Schedule
 from memhub.retrieval.embed import EmbeddingConfig
@@ -189,6 +190,19 @@ class Settings(BaseSettings):
     # Characters all injected blocks together may take; later blocks are dropped, the last one kept is cut.
     proxy_injection_budget_chars: int = Field(
         24_000, ge=1_000, le=400_000, validation_alias=_names("MEMHUB_PROXY_INJECTION_BUDGET_CHARS")
+    )
+    # Context offload's stages run on the pipeline's jobs: summaries once this many pairs wait (or the oldest has
+    # waited this long), the task graph a moment after this many entries wait (or the oldest has waited this long).
+    offload_summary_batch: int = Field(4, ge=1, le=1000, validation_alias=_names("MEMHUB_OFFLOAD_SUMMARY_BATCH"))
+    offload_summary_max_age_seconds: float = Field(
+        30.0, ge=0, le=86_400, validation_alias=_names("MEMHUB_OFFLOAD_SUMMARY_MAX_AGE_SECONDS")
+    )
+    offload_graph_batch: int = Field(6, ge=1, le=1000, validation_alias=_names("MEMHUB_OFFLOAD_GRAPH_BATCH"))
+    offload_graph_delay_seconds: float = Field(
+        1.0, ge=0, le=3600, validation_alias=_names("MEMHUB_OFFLOAD_GRAPH_DELAY_SECONDS")
+    )
+    offload_graph_max_age_seconds: float = Field(
+        30.0, ge=0, le=86_400, validation_alias=_names("MEMHUB_OFFLOAD_GRAPH_MAX_AGE_SECONDS")
     )
     # Per-turn recall (`/v3/recall`'s ranking for the user's message) in the turn's last user message, after the
     # request's last cache breakpoint, so the provider's prompt cache still hits; `x-memhub-recall` per request.
@@ -379,6 +393,16 @@ class Settings(BaseSettings):
             api_key=self.llm_api_key,
             timeout_ms=self.llm_timeout_ms,
             max_tokens=self.llm_max_tokens,
+        )
+
+    def offload_triggers(self) -> OffloadTriggers:
+        """When context offload's stages become due."""
+        return OffloadTriggers(
+            summary_batch=self.offload_summary_batch,
+            summary_max_age_ms=int(self.offload_summary_max_age_seconds * 1000),
+            graph_batch=self.offload_graph_batch,
+            graph_delay_ms=int(self.offload_graph_delay_seconds * 1000),
+            graph_max_age_ms=int(self.offload_graph_max_age_seconds * 1000),
         )
 
     def pipeline_config(self) -> PipelineConfig:

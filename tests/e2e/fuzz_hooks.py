@@ -7,7 +7,8 @@ read words, so each hook below turns a generated request into one that keeps the
 - `metadata_json` holds a JSON document (`contentMediaType: application/json`);
 - a key's `expires_at` lies in the future;
 - a generation-log `cursor` is one the server issued (opaque, so a generated one is left out);
-- an upload names each file once (`files[].filename`);
+- an upload names each file once (`files[].filename`), an offload ingest each tool call once
+  (`tool_pairs[].tool_call_id`), and a line range runs forward (`start_line` ≤ `end_line`);
 - a code graph's `repo_url` resolves to a public address (or is a `file://` URL under the source roots): the run
   has no network, so a URL the schema allows becomes the test's local repository (`FUZZ_REPO_URL`), and no
   request ever makes the server fetch from anywhere else;
@@ -66,6 +67,13 @@ def _keep_rules(values: Any) -> Any:
     if isinstance(files, list) and 0 < len(files) <= MAX_FILES:  # a list past its bounds stays as it is
         names = [f.get("filename") if isinstance(f, dict) else None for f in files]
         values["files"] = [f for i, f in enumerate(files) if names[i] is None or names[i] not in names[:i]]
+    pairs = values.get("tool_pairs")
+    if isinstance(pairs, list):
+        ids = [p.get("tool_call_id") if isinstance(p, dict) else None for p in pairs]
+        values["tool_pairs"] = [p for i, p in enumerate(pairs) if ids[i] is None or ids[i] not in ids[:i]]
+    first, last = values.get("start_line"), values.get("end_line")
+    if isinstance(first, int) and isinstance(last, int) and first > last:
+        values["start_line"], values["end_line"] = last, first
     for name, (pattern, substitute) in SUBSTITUTES.items():
         url = values.get(name)
         if substitute and isinstance(url, str) and 0 < len(url) <= URL_MAX and pattern.search(url):

@@ -26,6 +26,7 @@ from memhub.api.routes import (
     conversation,
     generation_log,
     memory_prompt,
+    offload,
     pipeline,
     profile,
     proxy,
@@ -152,6 +153,8 @@ def create_app(
         skill_routes += skill_search.routes(hub.skill_finder)
         skill_routes += skill_mining.routes(hub.skill_mining, hub.skills.access)
         management.mount(app, "/v3/skill", skill_routes, tag="skill")
+        offload_routes = offload.routes(hub.offload)
+        offload.mount(plane, app, offload_routes)
         models += [
             r.model
             for r in (
@@ -162,6 +165,7 @@ def create_app(
                 *context_routes,
                 *chat_memory_routes,
                 *skill_routes,
+                *offload_routes,
             )
         ]
 

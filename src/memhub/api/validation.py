@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -61,11 +62,15 @@ def _rule(err: Any) -> str:
     return message.removeprefix("Value error, ")
 
 
+# A field path as a rule names it: `ids`, `time_start`, `tool_pairs[1].tool_call_id`.
+_FIELD_PATH = re.compile(r"^[A-Za-z_]\w*(?:\[\d+\]|\.\w+)*$")
+
+
 def _describe(err: Any) -> dict[str, str]:
     field, rule = field_path(err["loc"]), _rule(err)
     # Cross-field rules are raised on the whole model and name their field themselves.
     named, sep, rest = rule.partition(": ")
-    if field == "body" and sep and named.replace("_", "").replace(".", "").isalnum():
+    if field == "body" and sep and _FIELD_PATH.match(named):
         return {"field": named, "rule": rest}
     return {"field": field, "rule": rule}
 

@@ -10,6 +10,7 @@ Plain data only. The stages that make summaries and graphs are in `memhub.offloa
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -136,3 +137,107 @@ class CompactReport:
     mmd_injected: int = 0
     tokens_before: int = 0
     tokens_after: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OffloadSession:
+    """Whose offload state this is: one session of one user under one team and agent, nobody else's.
+
+    The session id is kept exactly as sent: `a:b` and `a_b` are two sessions (the original maps both to one
+    directory on disk).
+    """
+
+    service_id: str
+    team_id: str
+    agent_id: str
+    user_id: str
+    session_id: str
+
+    def job_scope(self) -> dict[str, str]:
+        return {
+            "service_id": self.service_id,
+            "team_id": self.team_id,
+            "agent_id": self.agent_id,
+            "user_id": self.user_id,
+            "session_id": self.session_id,
+        }
+
+    @classmethod
+    def from_job_scope(cls, scope: dict[str, str]) -> OffloadSession:
+        return cls(scope["service_id"], scope["team_id"], scope["agent_id"], scope["user_id"], scope["session_id"])
+
+    @property
+    def job_target(self) -> str:
+        """One pipeline job per stage and session: the job table's target for this session."""
+        return json.dumps([self.team_id, self.agent_id, self.user_id, self.session_id], ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPair:
+    """An ingested pair: where its full result is read back (`ref`), and the prompt whose task it belongs to."""
+
+    seq: int
+    pair: ToolPair
+    ref: str
+    prompt_seq: int  # 0: ingested before any prompt
+    created_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedPrompt:
+    """A user prompt waiting for the task stage, with the turns sent beside it."""
+
+    seq: int
+    prompt: str
+    recent: tuple[RecentTurn, ...]
+    created_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskDecision:
+    """The task stage's answer for one prompt: its judgment and the graph its work goes to."""
+
+    prompt_seq: int
+    judgment: TaskJudgment
+    graph: str  # a graph filename: the continued one, or a new one for a new task
+    label: str  # the task's label (the graph's goal when it is new)
+    closed: tuple[tuple[str, NodeStatus], ...] = ()  # graphs the prompt ends or leaves, with their new status
+
+
+@dataclass(frozen=True, slots=True)
+class MappableEntry:
+    """A summarised entry not yet on a graph, with the graph and task label it goes to."""
+
+    entry: OffloadEntry
+    graph: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    """What an ingest stored: new pairs, pairs already stored as sent (a replay), and whether a prompt was queued."""
+
+    accepted: int
+    duplicates: int
+    prompt_queued: bool
+
+
+@dataclass(frozen=True, slots=True)
+class OffloadTriggers:
+    """When the stages run, as the original: summaries at 4 pending pairs or 30 s after the oldest; the graph
+    1 s after 6 entries wait for it, or 30 s after the oldest of fewer."""
+
+    summary_batch: int = 4
+    summary_max_age_ms: int = 30_000
+    graph_batch: int = 6
+    graph_delay_ms: int = 1_000
+    graph_max_age_ms: int = 30_000
+    max_pairs_per_job: int = 20  # the original client's batch; a longer backlog takes follow-up jobs
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOffload:
+    """A session's offload state as compaction reads it."""
+
+    active_graph: str | None
+    compact: CompactState

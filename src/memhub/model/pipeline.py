@@ -10,7 +10,7 @@ from memhub.model.records import MessageRecord, NewAtomic
 from memhub.scope import MemoryScope, ProfileScope
 
 # `skill`: mine one archive of agent work for skills (target: the archive id).
-JobKind = Literal["l1", "l2", "l3", "skill"]
+JobKind = Literal["l1", "l2", "l3", "skill", "offload-summary", "offload-task", "offload-graph"]
 JobState = Literal["pending", "running", "done", "dead"]
 
 

@@ -14,7 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from memhub.model.offload import GraphUpdate, OffloadEntry, PairSummary, RecentTurn, TaskGraph, TaskJudgment, ToolPair
+from memhub.model.offload import (
+    GraphUpdate,
+    OffloadEntry,
+    PairSummary,
+    RecentTurn,
+    TaskGraph,
+    TaskJudgment,
+    ToolPair,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,6 +91,19 @@ class TokenCounter:
             start = stop
         return total
 
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """The longest prefix of `text` of at most `max_tokens` tokens, never ending inside a character."""
+        if max_tokens <= 0:
+            return ""
+        # Eight characters per token covers any text but long runs of one character; for those the prefix
+        # returned is shorter than the budget allows, never longer.
+        head = text[: max_tokens * 8]
+        tokens = self._encoder.encode_ordinary(head)
+        if len(tokens) <= max_tokens and len(head) == len(text):
+            return text
+        cut = self._encoder.decode_bytes(tokens[:max_tokens]).decode("utf-8", errors="ignore")
+        return cut if text.startswith(cut) else head[: len(cut)]
+
     def message_tokens(self, message: Mapping[str, Any]) -> int:
         """The tokens a provider would count for one message, item or transcript entry, framing included."""
         key = message_digest(message)
@@ -149,6 +162,11 @@ def counter(encoding: str = DEFAULT_ENCODING) -> TokenCounter:
 def count_tokens(text: str) -> int:
     """Tokens in `text` with the default vocabulary (o200k_base)."""
     return counter().count(text)
+
+
+def truncate_tokens(text: str, max_tokens: int) -> str:
+    """The longest prefix of `text` within `max_tokens` tokens of the default vocabulary."""
+    return counter().truncate(text, max_tokens)
 
 
 def message_tokens(message: Mapping[str, Any]) -> int:

@@ -17,6 +17,7 @@ from memhub.model.pipeline import Job, JobScope
 from memhub.pipeline.worker import PipelineWorker
 from memhub.scope import Isolation
 from memhub.store import MemoryStore
+from memhub.store.offload import OFFLOAD_JOBS
 from memhub.timeutil import ms_to_iso, now_ms
 
 STAGES = ("l1", "l2", "l3")
@@ -71,6 +72,18 @@ class PipelineService:
                 "dead": counts.dead.get(stage, 0),
             }
         out["waiting_sessions"] = counts.waiting_sessions
+        if scope is None:
+            # Context offload's stages ride on the same jobs; its backlog is shown tenant-wide.
+            offload: dict[str, Any] = {
+                kind.removeprefix("offload-"): {
+                    "queued": len(counts.queued.get(kind, [])),
+                    "running": len(counts.running.get(kind, [])),
+                    "dead": counts.dead.get(kind, 0),
+                }
+                for kind in OFFLOAD_JOBS
+            }
+            offload.update(self.store.offload.counts(service_id))
+            out["offload"] = offload
         worker = self.worker
         out["worker"] = {
             "running": bool(worker and worker.running),

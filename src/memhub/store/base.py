@@ -25,6 +25,7 @@ from memhub.model.records import (
 )
 from memhub.scope import MemoryScope, ProfileScope
 from memhub.store.meta import MetaStore
+from memhub.store.offload import OffloadStore
 from memhub.store.pipeline import PipelineStore
 from memhub.store.prompts import PromptStore
 from memhub.store.skills import SkillStore
@@ -232,6 +233,11 @@ class MemoryStore(ABC):
     @abstractmethod
     def skills(self) -> SkillStore:
         """Versioned skills with their files by content hash, their search channels, and the mining buffers."""
+
+    @property
+    @abstractmethod
+    def offload(self) -> OffloadStore:
+        """Context offload: sessions' tool pairs with their full results, summaries, prompts and task graphs."""
 
     # -- lifecycle ---------------------------------------------------------------------------
     @abstractmethod

@@ -203,4 +203,78 @@ MIGRATIONS: list[Migration] = [
     ) WITHOUT ROWID;
     CREATE INDEX skill_buffer_keys_by_age ON skill_buffer_keys (created_ms);
     """,
+    # Migration 16: context offload. A session's tool pairs keep their full result (read back by `ref`) beside
+    # the summary, score and graph node the stages give them; prompts wait for the task stage; graphs are
+    # Mermaid text by filename. Every row carries the whole session key: one user's state is nobody else's.
+    """
+    CREATE TABLE offload_sessions (
+        service_id       TEXT NOT NULL,
+        team_id          TEXT NOT NULL,
+        agent_id         TEXT NOT NULL,
+        user_id          TEXT NOT NULL,
+        session_id       TEXT NOT NULL,
+        last_prompt_seq  INTEGER NOT NULL DEFAULT 0,
+        active_graph     TEXT,
+        compact_json     TEXT NOT NULL DEFAULT '{}',
+        updated_ms       INTEGER NOT NULL,
+        PRIMARY KEY (service_id, team_id, agent_id, user_id, session_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE offload_pairs (
+        seq            INTEGER PRIMARY KEY,
+        service_id     TEXT NOT NULL,
+        team_id        TEXT NOT NULL,
+        agent_id       TEXT NOT NULL,
+        user_id        TEXT NOT NULL,
+        session_id     TEXT NOT NULL,
+        tool_call_id   TEXT NOT NULL,
+        tool_name      TEXT NOT NULL,
+        params_json    TEXT NOT NULL,
+        result_json    TEXT NOT NULL,
+        error          TEXT,
+        timestamp      TEXT NOT NULL,
+        duration_ms    REAL,
+        content_hash   TEXT NOT NULL,
+        ref            TEXT NOT NULL,
+        prompt_seq     INTEGER NOT NULL,
+        tool_call      TEXT,
+        summary        TEXT,
+        score          INTEGER,
+        summarized_ms  INTEGER,
+        graph          TEXT,
+        node_id        TEXT,
+        created_ms     INTEGER NOT NULL,
+        UNIQUE (service_id, team_id, agent_id, user_id, session_id, tool_call_id),
+        UNIQUE (service_id, team_id, agent_id, user_id, session_id, ref)
+    );
+    CREATE INDEX offload_pairs_pending ON offload_pairs (service_id, summarized_ms);
+    CREATE TABLE offload_prompts (
+        seq            INTEGER PRIMARY KEY,
+        service_id     TEXT NOT NULL,
+        team_id        TEXT NOT NULL,
+        agent_id       TEXT NOT NULL,
+        user_id        TEXT NOT NULL,
+        session_id     TEXT NOT NULL,
+        prompt         TEXT NOT NULL,
+        recent_json    TEXT NOT NULL,
+        judged_ms      INTEGER,
+        graph          TEXT,
+        label          TEXT,
+        judgment_json  TEXT,
+        created_ms     INTEGER NOT NULL
+    );
+    CREATE INDEX offload_prompts_by_session
+        ON offload_prompts (service_id, team_id, agent_id, user_id, session_id, seq);
+    CREATE TABLE offload_graphs (
+        service_id  TEXT NOT NULL,
+        team_id     TEXT NOT NULL,
+        agent_id    TEXT NOT NULL,
+        user_id     TEXT NOT NULL,
+        session_id  TEXT NOT NULL,
+        filename    TEXT NOT NULL,
+        content     TEXT NOT NULL,
+        created_ms  INTEGER NOT NULL,
+        updated_ms  INTEGER NOT NULL,
+        PRIMARY KEY (service_id, team_id, agent_id, user_id, session_id, filename)
+    ) WITHOUT ROWID;
+    """,
 ]

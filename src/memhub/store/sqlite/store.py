@@ -33,6 +33,7 @@ from memhub.model.records import (
 from memhub.scope import MemoryScope, ProfileScope
 from memhub.store.base import MemoryStore
 from memhub.store.meta import MetaStore
+from memhub.store.offload import OffloadStore
 from memhub.store.pipeline import PipelineStore
 from memhub.store.prompts import PromptStore
 from memhub.store.skills import SkillStore
@@ -48,6 +49,7 @@ from memhub.store.sqlite.context import (
 )
 from memhub.store.sqlite.fts import CONTEXT, GRAMS, WORDS, FtsIndex, owner_prefix, qualify, rank_to_score
 from memhub.store.sqlite.meta import SQLiteMetaStore
+from memhub.store.sqlite.offload import SQLiteOffloadStore
 from memhub.store.sqlite.pipeline import SQLitePipelineStore, note_session_activity
 from memhub.store.sqlite.prompts import SQLitePromptStore
 from memhub.store.sqlite.schema import MIGRATIONS
@@ -102,6 +104,7 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
         self._pipeline = SQLitePipelineStore(self)
         self._prompts = SQLitePromptStore(self)
         self._skills = SQLiteSkillStore(self)
+        self._offload = SQLiteOffloadStore(self)
         self._model = self.embedding_model()
         self._set_dim(self._model.dim if self._model else 0)
 
@@ -192,6 +195,10 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
     @property
     def skills(self) -> SkillStore:
         return self._skills
+
+    @property
+    def offload(self) -> OffloadStore:
+        return self._offload
 
     def close(self) -> None:
         for vectors in self._vectors.values():
