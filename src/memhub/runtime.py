@@ -45,6 +45,7 @@ from memhub.proxy.capture import BackgroundCapture
 from memhub.proxy.commands import MemCommands
 from memhub.proxy.identity import KeyIdentityResolver
 from memhub.proxy.injection import InjectorConfig, RecallConfig, build_injector, build_recaller
+from memhub.proxy.offload import ProxyOffloadConfig, build_offloader
 from memhub.proxy.service import ProxyService
 from memhub.proxy.session_token import SessionTokens
 from memhub.proxy.upstream import Endpoint, Upstream, UpstreamConfig
@@ -297,6 +298,18 @@ def build_proxy(settings: Settings, hub: Hub) -> tuple[ProxyService, SessionToke
         timeout_seconds=settings.proxy_turn_recall_timeout_ms / 1000,
         language=settings.knowledge_language,
     )
+    offloader = build_offloader(
+        hub.offload,
+        hub.meta.agents,
+        ProxyOffloadConfig(
+            enabled=settings.proxy_offload,
+            timeout_seconds=settings.proxy_offload_timeout_ms / 1000,
+            context_window=settings.proxy_offload_context_window,
+        ),
+        tokens.mint,
+        proxy_url=settings.proxy_url(),
+        language=settings.knowledge_language,
+    )
     capture = (
         BackgroundCapture(
             hub.memory.conversation, hub.skill_mining, hub.meta, spool_dir=settings.data_dir / CAPTURE_SPOOL_DIR
@@ -313,6 +326,7 @@ def build_proxy(settings: Settings, hub: Hub) -> tuple[ProxyService, SessionToke
         injector=injector,
         recaller=build_recaller(hub, recall),
         recall_default=settings.proxy_turn_recall,
+        offloader=offloader,
         capture=capture,
         commands=commands,
         flush=capture.close if capture is not None else None,

@@ -214,6 +214,18 @@ class Settings(BaseSettings):
     proxy_turn_recall_timeout_ms: int = Field(
         1500, ge=10, le=60_000, validation_alias=_names("MEMHUB_PROXY_TURN_RECALL_TIMEOUT_MS")
     )
+    # Context offload in the proxy: tool pairs ingested as they pass, and a request past half its model's window
+    # sent compacted. Off by default; an agent's `metadata_json` `{"memhub": {"offload": "on"}}` and a request's
+    # `x-memhub-offload: on|off` decide for themselves.
+    proxy_offload: bool = Field(False, validation_alias=_names("MEMHUB_PROXY_OFFLOAD"))
+    # How long a request waits for its offload before it goes on uncompacted.
+    proxy_offload_timeout_ms: int = Field(
+        3000, ge=10, le=60_000, validation_alias=_names("MEMHUB_PROXY_OFFLOAD_TIMEOUT_MS")
+    )
+    # One context window (tokens) for every model instead of the built-in table by model name.
+    proxy_offload_context_window: int | None = Field(
+        None, ge=1000, le=100_000_000, validation_alias=_names("MEMHUB_PROXY_OFFLOAD_CONTEXT_WINDOW")
+    )
     # An upstream answer larger than this, or still running this long after the request went out, is cut.
     proxy_max_response_bytes: int = Field(
         64 * 1024 * 1024, ge=1024, le=4 * 1024**3, validation_alias=_names("MEMHUB_PROXY_MAX_RESPONSE_BYTES")
@@ -358,6 +370,7 @@ class Settings(BaseSettings):
         "pipeline_warmup",
         "code_graph_allow_ssh",
         "proxy_turn_recall",
+        "proxy_offload",
         "proxy_capture",
         mode="before",
     )
@@ -368,7 +381,7 @@ class Settings(BaseSettings):
             return value.strip().lower() in {"1", "true", "on", "yes"}
         return value
 
-    @field_validator("embedding_dimensions", mode="before")
+    @field_validator("embedding_dimensions", "proxy_offload_context_window", mode="before")
     @classmethod
     def _blank_dimensions(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value

@@ -146,6 +146,12 @@ BAD_BODIES: list[tuple[str, dict[str, Any], str]] = [
     ("agent/create", {**AGENT, "name": "n" * 257}, "name: must be at most 256 characters"),
     ("agent/get", {}, "agent_id: is required"),
     ("agent/update", {"agent_id": A, "metadata_json": "nope"}, "metadata_json: must be a JSON document"),
+    (
+        "agent/update",
+        {"agent_id": A, "metadata_json": '{"memhub": {"offload": "yes"}}'},
+        'metadata_json: memhub.offload: must be "on" or "off"',
+    ),
+    ("agent/create", {**AGENT, "metadata_json": '{"memhub": true}'}, "metadata_json: memhub: must be an object"),
     ("agent/delete", {"agent_ids": [1]}, "agent_ids[0]: must be a string"),
     ("agent/list", {}, "team_id: either team_id, owner_user_id, or owner_user_key is required"),
     ("agent/list", {"team_id": T, "status": "archived"}, "status: must be one of"),

@@ -157,14 +157,16 @@ def make_rig(tmp_path: Path) -> Iterator[Callable[..., ProxyRig]]:
         if not upstream_up:
             fake.stop()
         config = Settings(
-            data_dir=tmp_path / f"data{len(made)}",
-            gateway_api_key=GATEWAY_KEY,
-            pipeline_enabled=False,
-            proxy_openai_base_url=fake.base_url,
-            proxy_openai_api_key=PROVIDER_KEY_OPENAI,
-            proxy_anthropic_base_url=fake.root,
-            proxy_anthropic_api_key=PROVIDER_KEY_ANTHROPIC,
-            **settings,
+            **{
+                "data_dir": tmp_path / f"data{len(made)}",
+                "gateway_api_key": GATEWAY_KEY,
+                "pipeline_enabled": False,  # a rig that turns it on runs its jobs with `hub.worker.drain()`
+                "proxy_openai_base_url": fake.base_url,
+                "proxy_openai_api_key": PROVIDER_KEY_OPENAI,
+                "proxy_anthropic_base_url": fake.root,
+                "proxy_anthropic_api_key": PROVIDER_KEY_ANTHROPIC,
+                **settings,
+            }
         )
         store = open_store(config)
         key = ensure_gateway_key(store, config.gateway_api_key).key

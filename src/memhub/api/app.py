@@ -132,6 +132,7 @@ def create_app(
         settings.body_read_timeout_seconds,
         hub.pipeline,
     )
+    offload_routes = offload.routes(hub.offload)
     if not hub.knowledge_only and not proxy_only:
         plane.mount(app, DATA_ROUTES)
         v3_only = [
@@ -153,7 +154,6 @@ def create_app(
         skill_routes += skill_search.routes(hub.skill_finder)
         skill_routes += skill_mining.routes(hub.skill_mining, hub.skills.access)
         management.mount(app, "/v3/skill", skill_routes, tag="skill")
-        offload_routes = offload.routes(hub.offload)
         offload.mount(plane, app, offload_routes)
         models += [
             r.model
@@ -170,7 +170,8 @@ def create_app(
         ]
 
     if hub.session_tokens is not None:
-        MemoryBridge(plane, hub.session_tokens, tools=management).mount(app)
+        read_ref = next(r for r in offload_routes if r.path == offload.READ_REF)
+        MemoryBridge(plane, hub.session_tokens, tools=management, offload_read=read_ref).mount(app)
     if hub.proxy is not None:
         # Last: the proxy's `/{agent}/{space_id}/v1/...` patterns must not shadow a route of memhub's own.
         proxy.mount(app, hub.proxy)

@@ -49,6 +49,17 @@ def _url(value: str) -> str:
     return value
 
 
+def _agent_metadata(value: str) -> str:
+    # memhub's own settings of an agent live under `memhub`; the proxy reads `memhub.offload` as its switch.
+    metadata = json.loads(value)
+    ours = metadata.get("memhub") if isinstance(metadata, dict) else None
+    if ours is not None and not isinstance(ours, dict):
+        raise ValueError("memhub: must be an object (memhub's own settings of the agent)")
+    if isinstance(ours, dict) and "offload" in ours and ours["offload"] not in ("on", "off"):
+        raise ValueError('memhub.offload: must be "on" or "off"')
+    return value
+
+
 def _one_or_many(value: Any) -> Any:
     # One value or a list of 1..5: normalised to a list here, so errors name `visibility[i]`.
     return [value] if isinstance(value, str) else value
@@ -59,6 +70,7 @@ Name = Annotated[str, Field(min_length=1, max_length=256, pattern=NO_CONTROL_PAT
 Text = Annotated[str, Field(max_length=4096)]
 LongText = Annotated[str, Field(max_length=65_536)]
 JsonText = Annotated[str, Field(max_length=65_536, json_schema_extra=JSON_TEXT), AfterValidator(_json_text)]
+AgentMetadata = Annotated[JsonText, AfterValidator(_agent_metadata)]
 KeyName = Annotated[str, Field(min_length=1, max_length=128, pattern=NO_CONTROL_PATTERN)]
 IdList = Annotated[list[Id], Field(min_length=1, max_length=1000)]
 VisibilityFilter = Annotated[list[Visibility], Field(min_length=1, max_length=5), BeforeValidator(_one_or_many)]
@@ -239,7 +251,7 @@ class AgentChanges(MetaBody):
     prompt: LongText | None = None
     visibility: Visibility | None = None
     status: Literal["active", "inactive"] | None = None
-    metadata_json: JsonText | None = None
+    metadata_json: AgentMetadata | None = None
 
 
 class AgentCreate(AgentChanges):

@@ -156,6 +156,10 @@ class OffloadService:
             return chosen or [TaskGraph(active, "", 0)], active
         return (graphs[:limit] if limit else graphs), active
 
+    def summarised(self, session: OffloadSession) -> set[str]:
+        """The tool_call_ids of the session's pairs the summary stage has done."""
+        return {entry.tool_call_id for entry in self.store.offload.entries(session)}
+
     def read_ref(
         self,
         session: OffloadSession,

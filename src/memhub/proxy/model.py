@@ -3,6 +3,7 @@ injected into it and what the model answered."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
@@ -115,6 +116,31 @@ class RecallOutcome:
 
     text: str
     status: str
+
+
+@dataclass(frozen=True, slots=True)
+class OffloadTurn:
+    """What context offload reads of one request: its conversation and what else it sends the model."""
+
+    messages: Sequence[Mapping[str, Any]]  # the conversation (`messages`, or a Responses request's `input`)
+    fixed: tuple[Any, ...]  # the other parts the model reads (system prompt, tool schemas): counted, never changed
+    window: int  # the model's context window, in tokens
+    size: int  # the request's bytes: a bound on its tokens
+    breakpoints: int  # the cache breakpoints the request carries (Anthropic's `cache_control`)
+    prompt: str | None = None  # the user's words when this request opens a turn
+    recent: tuple[ChatTurn, ...] = ()  # the conversation's last text messages, for the task stage
+
+
+@dataclass(frozen=True, slots=True)
+class OffloadOutcome:
+    """What context offload did to a request: whether it is on for it, the conversation to send instead (None:
+    the caller's own), what `x-memhub-memory` says (`off`, `none`, `<level>,tokens=<before>/<after>,…`,
+    `prefix,tokens=<n>`, `timeout`, `error`) and the read tool's block for the system prompt when on."""
+
+    on: bool
+    messages: list[dict[str, Any]] | None
+    status: str
+    block: Block | None = None
 
 
 @dataclass(slots=True)

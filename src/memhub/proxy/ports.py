@@ -6,7 +6,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from memhub.proxy.model import Block, ChatTurn, ProxyIdentity, RecallOutcome, RequestKind, TurnOutput, WireProtocol
+from memhub.proxy.model import (
+    Block,
+    ChatTurn,
+    OffloadOutcome,
+    OffloadTurn,
+    ProxyIdentity,
+    RecallOutcome,
+    RequestKind,
+    TurnOutput,
+    WireProtocol,
+)
 
 
 class ProxyDenied(Exception):
@@ -68,6 +78,25 @@ class TurnRecaller(Protocol):
         """The block for `query` (the user's words this turn), given the conversation's last messages `recent`.
         Never raises and never takes longer than its deadline: a failure or a timeout is an outcome with no
         text (status `error` / `timeout`)."""
+        ...
+
+
+class TurnOffloader(Protocol):
+    """Context offload: the request's tool pairs ingested, and its conversation compacted once it fills enough of
+    the model's window."""
+
+    async def offload(self, identity: ProxyIdentity, turn: OffloadTurn, switch: bool | None) -> OffloadOutcome:
+        """What to send for this request; `switch` is the request's own on/off (None: the agent's or the server's
+        default). Never raises and never takes longer than its deadline: a failure or a timeout is an outcome
+        with the caller's messages (status `error` / `timeout`)."""
+        ...
+
+    def window(self, model: object, headers: Mapping[str, str]) -> int:
+        """The context window, in tokens, of the model a request names."""
+        ...
+
+    def close(self) -> None:
+        """Stop the offload threads (at shutdown)."""
         ...
 
 

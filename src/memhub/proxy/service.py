@@ -21,8 +21,25 @@ import anyio
 import httpx
 
 from memhub.proxy.classify import classify
-from memhub.proxy.model import ProxyIdentity, RecallOutcome, RequestKind, TurnOutput, WireProtocol
-from memhub.proxy.ports import Commands, IdentityResolver, Injector, ProxyDenied, TurnCapture, TurnRecaller
+from memhub.proxy.model import (
+    OffloadOutcome,
+    OffloadTurn,
+    ProxyIdentity,
+    RecallOutcome,
+    RequestKind,
+    TurnOutput,
+    WireProtocol,
+)
+from memhub.proxy.offload.prefix import breakpoint_count
+from memhub.proxy.ports import (
+    Commands,
+    IdentityResolver,
+    Injector,
+    ProxyDenied,
+    TurnCapture,
+    TurnOffloader,
+    TurnRecaller,
+)
 from memhub.proxy.protocols import Body, Family, ProtocolAdapter, StreamTap, adapter_for, dumps
 from memhub.proxy.upstream import Upstream, UpstreamConfig, UpstreamUnavailable
 from memhub.proxy.user_text import clean_user_text
@@ -32,7 +49,9 @@ log = logging.getLogger("memhub.proxy")
 MEMORY_HEADER = "x-memhub-memory"
 # Per request, `on` or `off`: per-turn recall for this turn, whatever the server's default.
 RECALL_HEADER = "x-memhub-recall"
-RECALL_SWITCH = {"on": True, "off": False}
+# Per request, `on` or `off`: context offload for this request, whatever the agent's or the server's default.
+OFFLOAD_HEADER = "x-memhub-offload"
+SWITCH = {"on": True, "off": False}
 RECENT_TURNS = 8  # the conversation's last messages recall is given, to skip what the model already has
 DEFAULT_AGENT_SOURCE = "claude-code"  # what `/proxy/...` serves: the original's default client
 SSE = "text/event-stream"
@@ -63,6 +82,14 @@ class ProxyReply:
 
 
 @dataclass(frozen=True, slots=True)
+class Switches:
+    """A request's per-turn choices: recall on or off; offload on, off, or as its agent and the server say (None)."""
+
+    recall: bool
+    offload: bool | None
+
+
+@dataclass(frozen=True, slots=True)
 class Forwarding:
     """The body that goes upstream and what the memory header will say about it."""
 
@@ -71,9 +98,10 @@ class Forwarding:
 
 
 class ProxyService:
-    """Serves proxied turns and passthrough calls. `injector`, `recaller`, `capture` and `commands` may be None (a
-    proxy that only forwards); `recall_default` says whether a turn gets recall when its request does not say;
-    `resume` runs at start (capture replays what a previous process left), `flush` at shutdown."""
+    """Serves proxied turns and passthrough calls. `injector`, `recaller`, `offloader`, `capture` and `commands` may
+    be None (a proxy that only forwards; offload needs the injector, which offers its read tool); `recall_default`
+    says whether a turn gets recall when its request does not say; `resume` runs at start (capture replays what a
+    previous process left), `flush` at shutdown."""
 
     def __init__(
         self,
@@ -83,6 +111,7 @@ class ProxyService:
         injector: Injector | None = None,
         recaller: TurnRecaller | None = None,
         recall_default: bool = True,
+        offloader: TurnOffloader | None = None,
         capture: TurnCapture | None = None,
         commands: Commands | None = None,
         flush: Callable[[], object] | None = None,
@@ -93,6 +122,7 @@ class ProxyService:
         self.injector = injector
         self.recaller = recaller
         self.recall_default = recall_default
+        self.offloader = offloader
         self.capture = capture
         self.commands = commands
         self.flush = flush  # writes what capture still holds (blocking), at shutdown
@@ -123,16 +153,21 @@ class ProxyService:
         if body is None:
             return _error(adapter, 400, "body: must be a JSON object", "passthrough; reason=bad-body")
         switch = headers.get(RECALL_HEADER)
-        recall_on = self.recall_default if switch is None else RECALL_SWITCH.get(switch.strip().lower())
+        recall_on = self.recall_default if switch is None else SWITCH.get(switch.strip().lower())
         if recall_on is None:
             return _error(adapter, 400, f"{RECALL_HEADER}: must be on or off", "passthrough; reason=bad-header")
+        asked = headers.get(OFFLOAD_HEADER)
+        offload_on = None if asked is None else SWITCH.get(asked.strip().lower())
+        if asked is not None and offload_on is None:
+            return _error(adapter, 400, f"{OFFLOAD_HEADER}: must be on or off", "passthrough; reason=bad-header")
         kind = classify(protocol, agent_source, body, headers)
         user_text = adapter.last_user_text(body)
         if kind is RequestKind.MAIN and user_text is not None and self.commands is not None:
             answer = await self._command(identity, user_text)
             if answer is not None:
                 return _synthetic(adapter, body, answer)
-        forwarding = await self._inject(adapter, identity, kind, body, raw, user_text, recall_on)
+        switches = Switches(recall_on, offload_on)
+        forwarding = await self._inject(adapter, identity, kind, headers, body, raw, user_text, switches)
         capture = self.capture if kind is RequestKind.MAIN and identity.has_memory_scope else None
         return await self._forward(
             adapter.family,
@@ -189,6 +224,8 @@ class ProxyService:
         """Close the upstream connections, then flush the turns still queued for capture (before the store
         closes)."""
         await self.upstream.aclose()
+        if self.offloader is not None:
+            await anyio.to_thread.run_sync(self.offloader.close)
         if self.flush is not None:
             await anyio.to_thread.run_sync(self.flush)
 
@@ -204,10 +241,11 @@ class ProxyService:
         adapter: ProtocolAdapter,
         identity: ProxyIdentity,
         kind: RequestKind,
+        headers: Mapping[str, str],
         body: Body,
         raw: bytes,
         user_text: str | None,
-        recall_on: bool,
+        switches: Switches,
     ) -> Forwarding:
         if kind in (RequestKind.SIDE_QUERY, RequestKind.AUXILIARY):
             return Forwarding(raw, f"passthrough; reason={kind.value}")
@@ -216,21 +254,60 @@ class ProxyService:
         if self.injector is None:
             return Forwarding(raw, "passthrough; reason=no-injector")
         try:
-            # The session's blocks (computed on its first turn) and the turn's recall are looked up at once.
-            blocks, recalled = await asyncio.gather(
-                self.injector.blocks(identity, kind), self._recall(adapter, identity, kind, body, user_text, recall_on)
+            # The session's blocks (computed on its first turn), the turn's recall and the context's offload run
+            # at once; each reads the caller's own request.
+            blocks, recalled, offloaded = await asyncio.gather(
+                self.injector.blocks(identity, kind),
+                self._recall(adapter, identity, kind, body, user_text, switches.recall),
+                self._offload(adapter, identity, kind, headers, body, raw, user_text, switches.offload),
             )
             said = f"; recall={recalled.status}" if recalled is not None else ""
+            # Offload is off unless switched on: a request it is off for says nothing of it.
+            said += f"; offload={offloaded.status}" if offloaded is not None and offloaded.on else ""
             recall_text = recalled.text if recalled is not None else ""
-            if not blocks and not recall_text:
+            if offloaded is not None and offloaded.block is not None:
+                blocks = [*blocks, offloaded.block]
+            sent = body
+            if offloaded is not None and offloaded.messages is not None:
+                sent = adapter.with_conversation(body, offloaded.messages)
+            if not blocks and not recall_text and sent is body:
                 return Forwarding(raw, "passthrough; reason=no-blocks" + said)
-            injected = dumps(adapter.inject(body, blocks, self.injector, identity.agent_source, recall_text))
+            injected = dumps(adapter.inject(sent, blocks, self.injector, identity.agent_source, recall_text))
         except Exception:
             # Whatever went wrong, the caller's own request still goes out exactly as it came.
             log.exception("injection failed for session %s; forwarding the original body", identity.session_id)
             return Forwarding(raw, "degraded; reason=injection-error")
         done = "injected" if kind is RequestKind.MAIN else f"injected; kind={kind.value}"
         return Forwarding(injected, done + said)
+
+    async def _offload(
+        self,
+        adapter: ProtocolAdapter,
+        identity: ProxyIdentity,
+        kind: RequestKind,
+        headers: Mapping[str, str],
+        body: Body,
+        raw: bytes,
+        user_text: str | None,
+        switch: bool | None,
+    ) -> OffloadOutcome | None:
+        """Context offload for a main request of the conversation (a user's turn or a tool result continuing it);
+        None for any other request and when this proxy has no offload."""
+        messages = adapter.conversation(body)
+        if kind is not RequestKind.MAIN or self.offloader is None or messages is None:
+            return None
+        typed = clean_user_text(user_text) if user_text is not None else None
+        prompt = typed.text if typed is not None and not typed.skip and typed.text else None
+        turn = OffloadTurn(
+            messages=messages,
+            fixed=adapter.fixed_parts(body),
+            window=self.offloader.window(body.get("model"), headers),
+            size=len(raw),
+            breakpoints=breakpoint_count(body),
+            prompt=prompt,
+            recent=tuple(adapter.recent_turns(body, RECENT_TURNS)) if prompt is not None else (),
+        )
+        return await self.offloader.offload(identity, turn, switch)
 
     async def _recall(
         self,

@@ -13,6 +13,10 @@ needs no key of its own in its shell. Every tool is a read.
 
 Session: searches span the scope's sessions unless the body names a `session_id`; `conversation/query` pages
 through the token's session unless the body names another of the same scope.
+
+`offload/read-ref` (when the gateway serves context offload) reads back a tool result the proxy's offload took
+out of the context, as `/v2/offload/read-ref` does: from the token's session unless the body names another of
+the user's sessions under the same team and agent.
 """
 
 from __future__ import annotations
@@ -25,11 +29,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from memhub.api.body import read_json_object
 from memhub.api.dataplane import DataPlane, DataRoute
 from memhub.api.envelope import request_id_of
 from memhub.api.guarded import GuardedPlane, GuardedRoute
 from memhub.api.routes import atomic, conversation, profile, recall, tools
 from memhub.api.schemas import Body
+from memhub.api.validation import parse_model
 from memhub.errors import Forbidden, Unauthorized
 from memhub.proxy.ports import ProxyDenied
 from memhub.proxy.session_token import BRIDGE_PATH, SESSION_HEADER, SessionTokens, VerifiedSession
@@ -46,6 +52,7 @@ READ_ONLY = (
 )
 # Operations that read one session's history by default (the others span the scope's sessions).
 SESSION_DEFAULT = frozenset({"conversation/query"})
+OFFLOAD_READ = "offload/read-ref"  # its body requires a session id: the token's unless the body names one
 MISSING_TOKEN = f"unauthorized: missing {SESSION_HEADER} header"
 NO_SCOPE = "team_id: the session has no memory scope (no team and agent were decided for it)"
 
@@ -88,6 +95,7 @@ class MemoryBridge:
     routes: Mapping[str, DataRoute] = field(default_factory=read_only_routes)
     tools: GuardedPlane | None = None  # the plane serving /v3/tools/*; None: no knowledge in this process
     tool_routes: Mapping[str, GuardedRoute] = field(default_factory=tools_routes)
+    offload_read: DataRoute | None = None  # `/v2/offload/read-ref`'s route; None: no offload in this process
 
     async def _session(self, request: Request) -> VerifiedSession:
         token = request.headers.get(SESSION_HEADER, "").strip()
@@ -112,6 +120,20 @@ class MemoryBridge:
         run.__name__ = "memory_bridge_" + op.replace("/", "_")
         return run
 
+    def offload_endpoint(self, route: DataRoute) -> Callable[[Request], Awaitable[Response]]:
+        async def run(request: Request) -> Response:
+            session = await self._session(request)
+            raw = await read_json_object(request, self.plane.max_body_bytes, self.plane.body_read_timeout)
+            if "session_id" not in raw:
+                raw = {**raw, "session_id": session.identity.session_id}
+            body = parse_model(route.model, raw)
+            isolation = _isolation(session, OFFLOAD_READ, body)
+            caller = replace(session.caller, request_id=request_id_of(request))
+            return await self.plane.answer(route, request, caller, isolation, body)
+
+        run.__name__ = "memory_bridge_offload_read_ref"
+        return run
+
     def tools_endpoint(self, plane: GuardedPlane, op: str) -> Callable[[Request], Awaitable[Response]]:
         route = self.tool_routes[op]
 
@@ -131,6 +153,8 @@ class MemoryBridge:
         endpoints = {op: self.endpoint(op) for op in self.routes}
         if self.tools is not None:
             endpoints |= {op: self.tools_endpoint(self.tools, op) for op in self.tool_routes}
+        if self.offload_read is not None:
+            endpoints[OFFLOAD_READ] = self.offload_endpoint(self.offload_read)
         for op, endpoint in endpoints.items():
             app.add_api_route(
                 f"{BRIDGE_PATH}/{op}", endpoint, methods=["POST"], include_in_schema=False, name=f"memory-bridge:{op}"

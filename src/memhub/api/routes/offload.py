@@ -26,6 +26,8 @@ from memhub.model.offload import CompactReport, OffloadSession, RecentTurn, Tool
 from memhub.offload.service import OffloadService
 from memhub.scope import Isolation
 
+READ_REF = "offload/read-ref"
+
 
 def _session(iso: Isolation, session_id: str) -> OffloadSession:
     return OffloadSession(iso.service_id, iso.team_id, iso.agent_id, iso.user_id, session_id)
@@ -100,7 +102,7 @@ def routes(service: OffloadService) -> list[DataRoute]:
         DataRoute("offload/ingest", OffloadIngest, ingest, summary="Store tool pairs and a prompt for offload"),
         DataRoute("offload/compact", OffloadCompact, compact, summary="Compact a context by its window share"),
         DataRoute("offload/query-mmd", OffloadQueryGraphs, query_graphs, summary="A session's Mermaid task graphs"),
-        DataRoute("offload/read-ref", OffloadReadRef, read_ref, summary="An offloaded tool result, in full"),
+        DataRoute(READ_REF, OffloadReadRef, read_ref, summary="An offloaded tool result, in full"),
     ]
 
 

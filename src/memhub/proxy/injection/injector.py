@@ -9,6 +9,7 @@ Blocks and their placement are the original's hooks (`injection/injectors/*`, `s
 | `<tdai_memory_tools>` | tdai-memory-tools-injector | system.suffix | 105 | memory / before |
 | `<tdai_profile_memory>` | tdai-profile-memory-injector | system.suffix | 110 | memory / inside_append |
 | `<session_context>` | session-context | system.suffix | 1000 | (end of the prompt) |
+| `<memhub_offload_tools>` | memhub-offload-tools | system.suffix | 106 | memory / before (memhub's own) |
 
 Per-turn recall is not among them: it changes every turn, so it goes into the turn's last user message
 (memhub.proxy.injection.recall), never into the system prompt.
@@ -87,6 +88,8 @@ MEMORY_TOOLS = Hook("tdai-memory-tools-injector", "system.suffix", PRIORITY_MEMO
 PROFILE_MEMORY = Hook("tdai-profile-memory-injector", "system.suffix", PRIORITY_MEMORY + 10, "memory", "inside_append")
 SESSION_CONTEXT = Hook("session-context", "system.suffix", PRIORITY_CUSTOM)
 SESSION_HOOKS = (SKILLS, KNOWLEDGE, MEMORY_TOOLS, PROFILE_MEMORY, SESSION_CONTEXT)
+# Not a session block: context offload adds it to each request it is on for (memhub.proxy.offload).
+OFFLOAD_TOOLS = Hook("memhub-offload-tools", "system.suffix", PRIORITY_MEMORY + 6, "memory", "before")
 SPLICED_PROMPTS = 256  # spliced system prompts remembered (a few hundred KB each at most)
 
 

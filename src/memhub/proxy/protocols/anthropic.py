@@ -61,6 +61,7 @@ class AnthropicMessages(MessagesAdapter):
     protocol = WireProtocol.ANTHROPIC
     family = Family.ANTHROPIC
     upstream_path = "/v1/messages"
+    fixed_fields = ("system", "tools")
 
     def inject_system(self, body: Body, blocks: Sequence[Block], injector: Injector, agent_source: str) -> None:
         system = body.get("system")

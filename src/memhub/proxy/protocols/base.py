@@ -68,6 +68,8 @@ class ProtocolAdapter(ABC):
     protocol: WireProtocol
     family: Family
     upstream_path: str  # appended to the family's base URL
+    conversation_field: str = "messages"  # the list holding the conversation
+    fixed_fields: tuple[str, ...] = ()  # the other fields the model reads (system prompt, tool schemas)
 
     @staticmethod
     def is_stream(body: Body) -> bool:
@@ -78,6 +80,19 @@ class ProtocolAdapter(ABC):
     def last_user_text(self, body: Body) -> str | None:
         """What the user typed this turn: the last message's text when it is the user's, else None (a tool
         result continuing the turn, or no user message)."""
+
+    def conversation(self, body: Body) -> list[Any] | None:
+        """The conversation's messages (items), or None when the request carries no list of them."""
+        items = body.get(self.conversation_field)
+        return items if isinstance(items, list) else None
+
+    def with_conversation(self, body: Body, messages: list[Any]) -> Body:
+        """A copy of `body` carrying `messages` as its conversation."""
+        return {**body, self.conversation_field: messages}
+
+    def fixed_parts(self, body: Body) -> tuple[Any, ...]:
+        """What the model reads besides the conversation, as sent."""
+        return tuple(body[name] for name in self.fixed_fields if body.get(name) not in (None, "", [], {}))
 
     @abstractmethod
     def first_user_text(self, body: Body) -> str:

@@ -63,6 +63,7 @@ class OpenAIChat(MessagesAdapter):
     protocol = WireProtocol.OPENAI_CHAT
     family = Family.OPENAI
     upstream_path = "/chat/completions"
+    fixed_fields = ("tools", "functions")
 
     def inject_system(self, body: Body, blocks: Sequence[Block], injector: Injector, agent_source: str) -> None:
         messages = messages_of(body)

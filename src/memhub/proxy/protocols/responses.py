@@ -91,6 +91,8 @@ class Responses(ProtocolAdapter):
     protocol = WireProtocol.RESPONSES
     family = Family.OPENAI
     upstream_path = "/responses"
+    conversation_field = "input"
+    fixed_fields = ("instructions", "tools")
 
     def last_user_text(self, body: Body) -> str | None:
         if isinstance(body.get("input"), str):
