@@ -55,6 +55,7 @@ import argparse
 import json
 import math
 import re
+import statistics
 import sys
 import tempfile
 import time
@@ -66,7 +67,7 @@ from typing import Any
 
 import httpx
 
-from common import HERE, Latency, client, running_server, write_result
+from common import HERE, SERVICE, Latency, client, running_server, write_result
 from offload_trajectory import (
     ModelCall,
     Question,
@@ -80,12 +81,14 @@ from offload_trajectory import (
     message_text,
     message_tokens,
     ref_contexts,
+    text_tokens,
 )
 
 # The fakes live with the tests, not in the package: test tooling never ships. The repository root goes on
 # sys.path so that they import as they do under pytest.
 sys.path.insert(0, str(HERE.parent))
 from tests.pipeline.fake_llm import FakeChat, Reply
+from tests.proxy.fake_upstream import FakeUpstream
 
 DEFAULT_OUT = HERE / "results" / "offload.json"
 DEFAULT_TRAJECTORIES = HERE / "results" / "offload_trajectories.json"
@@ -114,9 +117,20 @@ def progress(message: str) -> None:
 class Routes:
     """The offload routes of one server, with the bench's isolation ids; every call's wall time is kept."""
 
-    def __init__(self, http: httpx.Client) -> None:
+    def __init__(self, http: httpx.Client, pace_s: float = 0.25) -> None:
         self.http = http
         self.times: dict[str, list[float]] = defaultdict(list)
+        self.pace_s = pace_s
+        self.watch_status = False  # set once the server is known to report its offload work
+
+    def check(self) -> None:
+        """Stop with a clear message when the server has no offload routes; learn how to watch its work."""
+        response = self.http.post("/v2/offload/query-mmd", json={"session_id": "bench-probe"}, headers=ISOLATION)
+        if response.status_code == 404:
+            raise SystemExit("this server has no /v2/offload/* routes: nothing to measure on this branch yet")
+        self.watch_status = offload_status(self) is not None
+        if not self.watch_status:
+            progress(f"no offload status in /v2/pipeline/status: ingest → summary not measured, {self.pace_s} s pace")
 
     def post(self, route: str, body: dict[str, Any]) -> Any:
         started = time.perf_counter()
@@ -171,9 +185,33 @@ def recent_turns(messages: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
 # -- waiting for summaries -------------------------------------------------------------------------------------------
 
 
+POLL_S = 0.005
+
+
+def offload_status(routes: Routes) -> dict[str, Any] | None:
+    """The offload part of the pipeline's status for the bench's scope, when the server reports one."""
+    response = routes.http.post("/v2/pipeline/status", json={}, headers=ISOLATION)
+    data = response.json().get("data") if response.status_code == 200 else None
+    if not isinstance(data, dict):
+        return None
+    found = {k: v for k, v in data.items() if "offload" in k.lower() and isinstance(v, dict)}
+    return found or None
+
+
 def wait_for_summaries(routes: Routes, session: str, call_ids: Sequence[str], timeout: float) -> float | None:
-    """Seconds until every pair in `call_ids` has its summary, or None when the timeout passed first."""
-    raise NotImplementedError
+    """Seconds from now until the offload work the ingest queued is done (the pipeline's offload status idle),
+    or None when the timeout passed first. Without an offload status the wait is a fixed pace and not measured."""
+    if not routes.watch_status:
+        time.sleep(routes.pace_s)
+        return None
+    started = time.perf_counter()
+    while True:
+        status = offload_status(routes) or {}
+        if all(v.get("idle", True) for v in status.values()):
+            return time.perf_counter() - started
+        if time.perf_counter() - started > timeout:
+            return None
+        time.sleep(POLL_S)
 
 
 # -- one replay ------------------------------------------------------------------------------------------------------
@@ -301,13 +339,15 @@ def run_server(
     env: dict[str, str],
     repeats: int,
     levels: Sequence[str],
+    pace: float,
 ) -> tuple[list[Replay], dict[str, list[float]]]:
     with (
         tempfile.TemporaryDirectory(prefix=f"memhub-offload-{mode}-") as tmp,
         running_server(Path(tmp) / "data", python, {**SERVER_ENV, **env}) as server,
         client(server) as http,
     ):
-        routes = Routes(http)
+        routes = Routes(http, pace)
+        routes.check()
         replays = []
         for trajectory in trajectories:
             for level in levels:
@@ -400,8 +440,103 @@ def extractive_llm(body: dict[str, Any]) -> Reply:
 # -- the proxy -------------------------------------------------------------------------------------------------------
 
 
-def run_proxy(trajectories: Sequence[Trajectory], python: str) -> dict[str, Any]:
-    raise NotImplementedError
+PROXY_SYSTEM = "You are Claude Code, Anthropic's official CLI for Claude. Work in the user's repository."
+
+
+def request_tokens(body: dict[str, Any]) -> int:
+    """The tokens of a Messages request as counted here: its system prompt and its messages."""
+    system = body.get("system")
+    system_text = system if isinstance(system, str) else message_text({"content": system or []})
+    return text_tokens(system_text) + context_tokens(body.get("messages") or [])
+
+
+def proxy_run(
+    trajectories: Sequence[Trajectory], python: str, env: dict[str, str], model: str, pace: float
+) -> dict[str, list[dict[str, int]]]:
+    """Every model call of every trajectory through the proxy to a fake provider: per call, the tokens sent and
+    the tokens the provider received."""
+    turns: dict[str, list[dict[str, int]]] = {}
+    with FakeUpstream() as fake, tempfile.TemporaryDirectory(prefix="memhub-offload-proxy-") as tmp:
+        server_env = {
+            **SERVER_ENV,
+            "MEMHUB_PROXY_ANTHROPIC_BASE_URL": fake.root,
+            "MEMHUB_PROXY_ANTHROPIC_API_KEY": "sk-ant-bench",
+            **env,
+        }
+        with (
+            running_server(Path(tmp) / "data", python, server_env) as server,
+            client(server) as http,
+            httpx.Client(base_url=server.url, timeout=120) as proxy,
+        ):
+            admin = http.post("/v3/internal/meta/user/init-admin", json={"username": "bench"}).json()["data"]
+            for trajectory in trajectories:
+                rows = []
+                headers = {
+                    "x-api-key": admin["user_key"],
+                    "anthropic-version": "2023-06-01",
+                    "x-team-id": admin["team_id"],
+                    "x-agent-id": admin["agent_id"],
+                    "x-claude-code-session-id": f"bench-proxy-{trajectory.name}",
+                }
+                for call in trajectory.calls:
+                    body = {
+                        "model": model,
+                        "max_tokens": 256,
+                        "system": PROXY_SYSTEM,
+                        "messages": trajectory.context(call),
+                    }
+                    fake.requests.clear()
+                    response = proxy.post(f"/proxy/{SERVICE}/v1/messages", json=body, headers=headers)
+                    response.raise_for_status()
+                    [sent] = fake.turns("/v1/messages")
+                    rows.append({"sent": request_tokens(body), "upstream": request_tokens(sent.json)})
+                    time.sleep(pace)  # the model's answer takes time; the proxy's background work runs meanwhile
+                turns[trajectory.name] = rows
+    return turns
+
+
+def run_proxy(
+    trajectories: Sequence[Trajectory], python: str, off_env: dict[str, str], model: str, pace: float
+) -> dict[str, Any]:
+    """The same calls through a proxy with offload (the default) and one with it switched off (`off_env`)."""
+    on = proxy_run(trajectories, python, {}, model, pace)
+    off = proxy_run(trajectories, python, off_env, model, pace)
+    result: dict[str, Any] = {"model": model, "off_env": off_env, "trajectories": {}}
+    for name in on:
+        with_offload = [r["upstream"] for r in on[name]]
+        without = [r["upstream"] for r in off[name]]
+        result["trajectories"][name] = {
+            "turns": len(with_offload),
+            "sent_total": sum(r["sent"] for r in on[name]),
+            "upstream_total_with_offload": sum(with_offload),
+            "upstream_total_without_offload": sum(without),
+            "upstream_mean_with_offload": round(statistics.fmean(with_offload)),
+            "upstream_mean_without_offload": round(statistics.fmean(without)),
+            "upstream_last_with_offload": with_offload[-1],
+            "upstream_last_without_offload": without[-1],
+            "per_turn": [
+                {"sent": a["sent"], "with_offload": a["upstream"], "without_offload": b["upstream"]}
+                for a, b in zip(on[name], off[name], strict=True)
+            ],
+        }
+    result["compacted"] = any(
+        t["upstream_total_with_offload"] < t["upstream_total_without_offload"] for t in result["trajectories"].values()
+    )
+    return result
+
+
+def print_proxy(proxy: dict[str, Any]) -> None:
+    print(f"\n### through the proxy ({proxy['model']}), tokens the provider received per turn\n")
+    print("| trajectory | turns | mean with offload | mean without | last turn with | last turn without | saved |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, t in proxy["trajectories"].items():
+        saved = 1 - t["upstream_total_with_offload"] / t["upstream_total_without_offload"]
+        print(
+            f"| {name} | {t['turns']} | {t['upstream_mean_with_offload']:,} | {t['upstream_mean_without_offload']:,} | "
+            f"{t['upstream_last_with_offload']:,} | {t['upstream_last_without_offload']:,} | {100 * saved:.1f}% |"
+        )
+    if not proxy["compacted"]:
+        print("\nthe proxy sent every turn uncompacted: its offload is absent or was not switched on")
 
 
 # -- reporting -------------------------------------------------------------------------------------------------------
@@ -548,6 +683,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trajectories", type=Path, default=DEFAULT_TRAJECTORIES, help="cache of the trajectories")
     parser.add_argument("--no-llm", action="store_true", help="skip the run with the fake LLM")
     parser.add_argument("--no-proxy", action="store_true", help="skip the run through the proxy")
+    parser.add_argument(
+        "--proxy-off-env",
+        action="append",
+        default=[],
+        help="KEY=VALUE for the proxy server that runs without offload",
+    )
+    parser.add_argument("--proxy-model", default="claude-sonnet-4-5", help="the model the proxied requests name")
+    parser.add_argument("--proxy-pace", type=float, default=0.25, help="seconds between proxied turns")
+    parser.add_argument("--pace", type=float, default=0.25, help="seconds between replayed calls without a status")
     parser.add_argument("--levels", default=",".join(LEVELS), help="levels to aim at (comma-separated)")
     parser.add_argument("--python", default=sys.executable, help="interpreter that runs `memhub serve`")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -561,25 +705,34 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     times: dict[str, Any] = {}
 
-    replays, route_times = run_server(trajectories, "offline", args.python, {}, repeats, levels)
+    replays, route_times = run_server(trajectories, "offline", args.python, {}, repeats, levels, args.pace)
     results["offline"] = summarize(replays, trajectories)
     times["offline"] = {route: Latency.of(s).__dict__ for route, s in route_times.items()}
 
     if not args.no_llm:
         with FakeChat(script=extractive_llm) as fake:
             env = {"MEMHUB_LLM_BASE_URL": fake.base_url, "MEMHUB_LLM_MODEL": "fake-chat"}
-            replays, route_times = run_server(trajectories, "llm", args.python, env, repeats, levels)
+            replays, route_times = run_server(trajectories, "llm", args.python, env, repeats, levels, args.pace)
             results["llm"] = summarize(replays, trajectories)
             results["llm"]["llm_requests"] = fake.request_count
+            results["llm"]["llm_calls_by_stage"] = dict(LLM_CALLS)
+            results["llm"]["llm_prompt_chars_by_stage"] = dict(LLM_PROMPT_CHARS)
+            if not LLM_CALLS:
+                results["llm"]["note"] = "the server made no offload LLM call: its offload stages ran offline"
             times["llm"] = {route: Latency.of(s).__dict__ for route, s in route_times.items()}
 
-    proxy = None if args.no_proxy else run_proxy(trajectories, args.python)
+    proxy = None
+    if not args.no_proxy:
+        off_env = dict(item.split("=", 1) for item in args.proxy_off_env)
+        proxy = run_proxy(trajectories, args.python, off_env, args.proxy_model, args.proxy_pace)
 
     print(f"\n## Context offload on {len(trajectories)} genuine trajectories")
     for trajectory in trajectories:
         print(f"- {describe(trajectory)}")
     for mode, summary in results.items():
         print_mode(mode, summary)
+    if proxy is not None:
+        print_proxy(proxy)
     offline = results["offline"]
     mild = offline["once"].get("mild")
     if mild:

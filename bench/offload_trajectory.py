@@ -871,7 +871,7 @@ def load_or_generate(
     sha = resolve_rev(rev)
     if path is not None and path.exists():
         saved = json.loads(path.read_text("utf-8"))
-        if saved.get("rev") == sha and saved.get("quick") == quick:
+        if saved.get("rev") == sha and saved.get("quick") == quick and saved.get("generator") == generator_digest():
             log(f"trajectories: {path} (commit {sha[:12]})")
             return [Trajectory.from_json(t) for t in saved["trajectories"]]
     started = time.monotonic()
@@ -882,9 +882,19 @@ def load_or_generate(
     return trajectories
 
 
+def generator_digest() -> str:
+    """This file's digest: a saved trajectory is reused only when the code that made it is unchanged."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
 def save(path: Path, trajectories: Sequence[Trajectory], rev: str, quick: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"rev": rev, "quick": quick, "trajectories": [asdict(t) for t in trajectories]}
+    payload = {
+        "rev": rev,
+        "quick": quick,
+        "generator": generator_digest(),
+        "trajectories": [asdict(t) for t in trajectories],
+    }
     path.write_text(json.dumps(payload, ensure_ascii=False), "utf-8")
 
 
