@@ -99,11 +99,6 @@ def _due(con: sqlite3.Connection, session: OffloadSession, kind: str, at_ms: int
         )
 
 
-def _reopen(con: sqlite3.Connection, session: OffloadSession, kind: str, at_ms: int) -> None:
-    """Open the follow-up of a finished job (its own row is done, so this opens a new one)."""
-    insert_job(con, session.service_id, kind, session.job_target, session.job_scope(), at_ms)
-
-
 def _finish(con: sqlite3.Connection, job: Job, owner: str, now_ms: int) -> None:
     if not SQLitePipelineStore._owned(con, job, owner):
         raise LeaseLost(f"job {job.seq} is no longer leased to {owner}")
@@ -230,13 +225,8 @@ class SQLiteOffloadStore(OffloadStore):
                     f"WHERE {_KEY} AND tool_call_id = ? AND summarized_ms IS NULL",
                     (s.tool_call, s.summary, s.score, now_ms, *key, s.tool_call_id),
                 )
-            pending = con.execute(
-                f"SELECT COUNT(*), MIN(created_ms) FROM offload_pairs WHERE {_KEY} AND summarized_ms IS NULL", key
-            ).fetchone()
-            if pending[0]:
-                # A backlog longer than one batch is worked off at once; a short remainder waits as ingest would.
-                at = now_ms if pending[0] >= triggers.summary_batch else pending[1] + triggers.summary_max_age_ms
-                _reopen(con, session, SUMMARY_JOB, at)
+            # Pairs ingested while this job ran wait as ingest would have them wait.
+            self._summary_due(con, session, now_ms, triggers)
             self._graph_due(con, session, now_ms, triggers)
 
     # -- L1.5 ------------------------------------------------------------------------------------
@@ -290,7 +280,7 @@ class SQLiteOffloadStore(OffloadStore):
                     (decisions[-1].graph, now_ms, *key),
                 )
             if con.execute(f"SELECT 1 FROM offload_prompts WHERE {_KEY} AND judged_ms IS NULL LIMIT 1", key).fetchone():
-                _reopen(con, session, TASK_JOB, now_ms)
+                _due(con, session, TASK_JOB, now_ms)
             self._graph_due(con, session, now_ms, triggers)
 
     # -- L2 --------------------------------------------------------------------------------------
@@ -324,14 +314,7 @@ class SQLiteOffloadStore(OffloadStore):
             if active is not None and active[0] is None and updates:
                 # A session that never sent a prompt still has one task: the graph its pairs went to.
                 con.execute(f"UPDATE offload_sessions SET active_graph = ? WHERE {_KEY}", (updates[-1].filename, *key))
-            waiting = con.execute(f"SELECT COUNT(*), MIN(p.summarized_ms) {_MAPPABLE}", key).fetchone()
-            if waiting[0]:
-                at = (
-                    now_ms
-                    if waiting[0] >= triggers.graph_batch
-                    else max(waiting[1] + triggers.graph_max_age_ms, now_ms)
-                )
-                _reopen(con, session, GRAPH_JOB, at)
+            self._graph_due(con, session, now_ms, triggers)
 
     @staticmethod
     def _write_graph(
