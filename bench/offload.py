@@ -10,7 +10,9 @@ as the agent's client would send it, step by step:
 1. before each model call, `POST /v2/offload/ingest` with what is new since the last one: the prompt that opened
    a task (with the recent text turns) or the tool pairs whose results just came back;
 2. then the replay waits until those pairs have their summaries (the time from the ingest's answer to that is
-   the ingest → summary latency), as the model's own answer would take at least as long;
+   the ingest → summary latency), as the model's own answer would take at least as long; the server summarises
+   each pair as it comes (`MEMHUB_OFFLOAD_SUMMARY_BATCH=1`), since the replay has no model time in which a
+   batch of 4 pairs, or its 30 s age, would be reached;
 3. then `POST /v2/offload/compact` with the call's whole context (the conversation so far, uncompacted: the
    session's earlier decisions are re-applied by the server), its `context_window`, `total_tokens` and the
    per-message counts.
@@ -40,7 +42,8 @@ apart, 20 more compactions of each trajectory's final context (the largest, ~150
 done. The run is made offline (the extractive stages), then with an LLM: FakeChat (tests/pipeline/fake_llm.py)
 answers the offload prompts with deterministic extractive JSON, so the LLM path's plumbing and cost are measured,
 not a model's quality. Through the proxy, each call's context is sent as an Anthropic request to a fake
-provider (tests/proxy/fake_upstream.py), with offload on and off, and the tokens the provider received counted.
+provider (tests/proxy/fake_upstream.py), once with offload on (`MEMHUB_PROXY_OFFLOAD=on`) and once off (`=off`,
+the proxy's default), and the tokens the provider received counted.
 
 Aims: at the mild level ≥ 50% fewer tokens with ≥ 90% retention offline; ingest → summary p95 ≤ 1 s offline;
 compact p95 ≤ 50 ms for a 150k-token context.
@@ -104,7 +107,12 @@ SUMMARY_TIMEOUT_S = 30.0
 REPEATS_AT_FINAL = 20
 BIG_CONTEXT = 120_000  # replayed calls at least this long count as "about 150k" for the latency aim
 AIM_REDUCTION, AIM_RETENTION, AIM_SUMMARY_P95_MS, AIM_COMPACT_P95_MS = 0.50, 0.90, 1000.0, 50.0
-SERVER_ENV = {"MEMHUB_EMBEDDING_PROVIDER": "none"}
+# A replay makes its calls back to back, without the model's time between them that lets a real session's pairs
+# reach the summary batch or its age (4 pairs or 30 s): each pair is summarised on its own instead, so that the
+# wait below measures the summary's work and the worker's pickup, not the batch's age.
+SERVER_ENV = {"MEMHUB_EMBEDDING_PROVIDER": "none", "MEMHUB_OFFLOAD_SUMMARY_BATCH": "1"}
+# The proxy's offload switch and its two values; the proxy leaves offload off unless told.
+PROXY_OFFLOAD = "MEMHUB_PROXY_OFFLOAD"
 
 
 def progress(message: str) -> None:
@@ -198,16 +206,24 @@ def offload_status(routes: Routes) -> dict[str, Any] | None:
     return found or None
 
 
+def summaries_done(status: dict[str, Any]) -> bool:
+    """Whether the offload status shows no pair waiting for its summary and no summary job queued or running."""
+    offload = status.get("offload")
+    if not isinstance(offload, dict):
+        return True
+    job = offload.get("summary") if isinstance(offload.get("summary"), dict) else {}
+    return not offload.get("pairs_pending") and not job.get("queued") and not job.get("running")
+
+
 def wait_for_summaries(routes: Routes, session: str, call_ids: Sequence[str], timeout: float) -> float | None:
-    """Seconds from now until the offload work the ingest queued is done (the pipeline's offload status idle),
-    or None when the timeout passed first. Without an offload status the wait is a fixed pace and not measured."""
+    """Seconds from now until every pair ingested so far has its summary (the pipeline's offload status), or None
+    when the timeout passed first. Without an offload status the wait is a fixed pace and not measured."""
     if not routes.watch_status:
         time.sleep(routes.pace_s)
         return None
     started = time.perf_counter()
     while True:
-        status = offload_status(routes) or {}
-        if all(v.get("idle", True) for v in status.values()):
+        if summaries_done(offload_status(routes) or {}):
             return time.perf_counter() - started
         if time.perf_counter() - started > timeout:
             return None
@@ -496,12 +512,17 @@ def proxy_run(
 
 
 def run_proxy(
-    trajectories: Sequence[Trajectory], python: str, off_env: dict[str, str], model: str, pace: float
+    trajectories: Sequence[Trajectory],
+    python: str,
+    on_env: dict[str, str],
+    off_env: dict[str, str],
+    model: str,
+    pace: float,
 ) -> dict[str, Any]:
-    """The same calls through a proxy with offload (the default) and one with it switched off (`off_env`)."""
-    on = proxy_run(trajectories, python, {}, model, pace)
+    """The same calls through a proxy with offload switched on (`on_env`) and one with it off (`off_env`)."""
+    on = proxy_run(trajectories, python, on_env, model, pace)
     off = proxy_run(trajectories, python, off_env, model, pace)
-    result: dict[str, Any] = {"model": model, "off_env": off_env, "trajectories": {}}
+    result: dict[str, Any] = {"model": model, "on_env": on_env, "off_env": off_env, "trajectories": {}}
     for name in on:
         with_offload = [r["upstream"] for r in on[name]]
         without = [r["upstream"] for r in off[name]]
@@ -525,6 +546,18 @@ def run_proxy(
     return result
 
 
+def proxy_envs(on: Sequence[str], off: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The two proxy servers' environments: offload switched on and off, then any KEY=VALUE given for each."""
+
+    def parsed(items: Sequence[str]) -> dict[str, str]:
+        pairs = [item.split("=", 1) for item in items]
+        if any(len(pair) != 2 or not pair[0] for pair in pairs):
+            raise SystemExit(f"expected KEY=VALUE, got {list(items)}")
+        return dict(pairs)  # type: ignore[arg-type]
+
+    return {PROXY_OFFLOAD: "on", **parsed(on)}, {PROXY_OFFLOAD: "off", **parsed(off)}
+
+
 def print_proxy(proxy: dict[str, Any]) -> None:
     print(f"\n### through the proxy ({proxy['model']}), tokens the provider received per turn\n")
     print("| trajectory | turns | mean with offload | mean without | last turn with | last turn without | saved |")
@@ -536,7 +569,8 @@ def print_proxy(proxy: dict[str, Any]) -> None:
             f"{t['upstream_last_with_offload']:,} | {t['upstream_last_without_offload']:,} | {100 * saved:.1f}% |"
         )
     if not proxy["compacted"]:
-        print("\nthe proxy sent every turn uncompacted: its offload is absent or was not switched on")
+        switch = ", ".join(f"{k}={v}" for k, v in proxy["on_env"].items())
+        print(f"\nthe proxy sent every turn uncompacted: its offload is absent or {switch} did not switch it on")
 
 
 # -- reporting -------------------------------------------------------------------------------------------------------
@@ -684,10 +718,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-llm", action="store_true", help="skip the run with the fake LLM")
     parser.add_argument("--no-proxy", action="store_true", help="skip the run through the proxy")
     parser.add_argument(
+        "--proxy-on-env",
+        action="append",
+        default=[],
+        help=f"KEY=VALUE for the proxy server that runs with offload (default {PROXY_OFFLOAD}=on)",
+    )
+    parser.add_argument(
         "--proxy-off-env",
         action="append",
         default=[],
-        help="KEY=VALUE for the proxy server that runs without offload",
+        help=f"KEY=VALUE for the proxy server that runs without offload (default {PROXY_OFFLOAD}=off)",
     )
     parser.add_argument("--proxy-model", default="claude-sonnet-4-5", help="the model the proxied requests name")
     parser.add_argument("--proxy-pace", type=float, default=0.25, help="seconds between proxied turns")
@@ -723,8 +763,8 @@ def main(argv: list[str] | None = None) -> int:
 
     proxy = None
     if not args.no_proxy:
-        off_env = dict(item.split("=", 1) for item in args.proxy_off_env)
-        proxy = run_proxy(trajectories, args.python, off_env, args.proxy_model, args.proxy_pace)
+        on_env, off_env = proxy_envs(args.proxy_on_env, args.proxy_off_env)
+        proxy = run_proxy(trajectories, args.python, on_env, off_env, args.proxy_model, args.proxy_pace)
 
     print(f"\n## Context offload on {len(trajectories)} genuine trajectories")
     for trajectory in trajectories:

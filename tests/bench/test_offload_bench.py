@@ -16,16 +16,19 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("offload_trajectory", BENCH / "offload_trajectory.py")
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["offload_trajectory"] = module  # dataclasses look their module up by name
+    sys.modules[name] = module  # dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
 
 
-ot = _load()
+ot = _load("offload_trajectory")
+if str(BENCH) not in sys.path:
+    sys.path.append(str(BENCH))  # bench/offload.py imports its siblings (common) by name, as when run from bench/
+ob = _load("offload")
 ROOT = "/tmp/work"
 
 
@@ -152,7 +155,8 @@ def test_refs_are_found_with_their_context_in_long_texts() -> None:
 
 def test_a_trajectory_is_the_same_on_every_run_and_leaves_the_checkout_alone() -> None:
     rev = ot.resolve_rev("HEAD")
-    plan = ot.Plan("unit-test", (("find_usage", ("resolve_isolation",)), ("history", ("src/memhub/api/isolation.py",))))
+    # One task (its searches, reads and git log): most of a generation's time is the private clone, made twice.
+    plan = ot.Plan("unit-test", (("find_usage", ("resolve_isolation",)),))
     status = ["git", "status", "--porcelain"]
     before = subprocess.run(status, cwd=BENCH.parent, capture_output=True, text=True, check=True).stdout
 
@@ -170,3 +174,21 @@ def test_a_trajectory_is_the_same_on_every_run_and_leaves_the_checkout_alone() -
         assert q.answer in ot.context_text(first.messages) and q.answer not in ot.outside_results(first.messages)
     assert not ot.workspace(rev, plan.name).exists()
     assert subprocess.run(status, cwd=BENCH.parent, capture_output=True, text=True, check=True).stdout == before
+
+
+def test_the_proxy_runs_with_offload_switched_on_and_off_and_takes_overrides() -> None:
+    assert ob.proxy_envs([], []) == ({"MEMHUB_PROXY_OFFLOAD": "on"}, {"MEMHUB_PROXY_OFFLOAD": "off"})
+    on, off = ob.proxy_envs(["MEMHUB_PROXY_OFFLOAD=auto", "X=a=b"], ["MEMHUB_PROXY_OFFLOAD=0"])
+    assert on == {"MEMHUB_PROXY_OFFLOAD": "auto", "X": "a=b"}
+    assert off == {"MEMHUB_PROXY_OFFLOAD": "0"}
+    with pytest.raises(SystemExit):
+        ob.proxy_envs(["MEMHUB_PROXY_OFFLOAD"], [])
+
+
+def test_summaries_are_done_only_when_no_pair_waits_and_no_summary_job_is_open() -> None:
+    idle = {"queued": 0, "running": 0, "dead": 0}
+    status = {"offload": {"summary": idle, "task": idle, "graph": {**idle, "queued": 1}, "pairs_pending": 0}}
+    assert ob.summaries_done(status)  # the graph's work does not hold the replay back
+    assert not ob.summaries_done({"offload": {**status["offload"], "pairs_pending": 2}})
+    assert not ob.summaries_done({"offload": {**status["offload"], "summary": {**idle, "running": 1}}})
+    assert not ob.summaries_done({"offload": {**status["offload"], "summary": {**idle, "queued": 1}}})
