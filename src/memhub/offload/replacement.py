@@ -9,6 +9,8 @@ the rest of a long file could be found again only by guessing line ranges.
 
 from __future__ import annotations
 
+import hashlib
+
 from memhub.model.offload import OffloadEntry
 from memhub.offload.summary import outline
 from memhub.offload.toolcall import classify, parse_call
@@ -17,6 +19,10 @@ READ_TOOL = "memhub_read_offloaded"
 TOOL_NAME_MAX_CHARS = 64
 OUTLINE_MAX_CHARS = 1_200  # about 300 tokens: a file of 40 definitions, where the file itself takes thousands
 STAND_IN_MARK = "[offloaded tool result]"
+# Every turn re-applies the session's replacements to the same results: their outlines are kept by the result's
+# digest (reading a long file's definitions again costs more than the rest of a compaction).
+_OUTLINES: dict[bytes, str] = {}
+_OUTLINES_MAX = 4_096
 
 
 def replacement_text(entry: OffloadEntry, result: str | None = None) -> str:
@@ -31,12 +37,23 @@ def replacement_text(entry: OffloadEntry, result: str | None = None) -> str:
     name, params = parse_call(entry.tool_call)
     shape = ""
     if result and classify(name, params) == "read":
-        lines = outline(result, OUTLINE_MAX_CHARS)
+        lines = _outline(result)
         shape = f"; outline (line name): {lines}" if lines else ""
     return (
         f"{STAND_IN_MARK} {name[:TOOL_NAME_MAX_CHARS]} → {entry.summary}{shape} "
         f"(full result: {entry.result_ref}; read it with the {READ_TOOL} tool)"
     )
+
+
+def _outline(result: str) -> str:
+    key = hashlib.blake2b(result.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    found = _OUTLINES.get(key)
+    if found is None:
+        found = outline(result, OUTLINE_MAX_CHARS)
+        if len(_OUTLINES) >= _OUTLINES_MAX:
+            _OUTLINES.clear()  # a bound, not a policy: the next turns fill it again with what they use
+        _OUTLINES[key] = found
+    return found
 
 
 def truncated_text(text: str, entry: OffloadEntry | None, *, head_chars: int, tail_chars: int) -> str | None:
