@@ -111,7 +111,7 @@ def assert_invariants(
     for call_id, text in result_texts(output).items():
         original = originals[call_id]
         entry = entries.get(call_id)
-        if entry is not None and text == replacement_text(entry):
+        if entry is not None and text == replacement_text(entry, original):
             continue
         assert "[offloaded tool result]" not in text
         if text != original:
@@ -179,38 +179,83 @@ def test_aggressive_and_emergency_land_under_their_targets_with_the_graph_counte
 
 
 @pytest.mark.parametrize("style", FORMATS)
-def test_mild_replaces_replaceable_results_in_the_older_messages_only(style: str) -> None:
+def test_mild_replaces_every_replaceable_result_but_the_last_steps(style: str) -> None:
     session, entries = session_and_entries()
     messages = render(session, style)
     result = run(messages, entries, 0.6)
+    originals = result_texts(messages)
     positions = {call_id: index for index, m in enumerate(messages) for call_id in result_texts([m])}
-    scan_end = math.floor(len(messages) * 0.7)
+    replaceable = [
+        call_id
+        for call_id, text in originals.items()
+        if (entry := entries.get(call_id)) is not None
+        and entry.score >= 4
+        and len(replacement_text(entry, text)) < len(text)
+    ]
     replaced = []
     for call_id, text in result_texts(result.messages).items():
         entry = entries.get(call_id)
-        if entry is not None and entry.score >= 4 and positions[call_id] < scan_end:
-            assert text == replacement_text(entry)
+        if entry is not None and text == replacement_text(entry, originals[call_id]):
             replaced.append(call_id)
         else:
-            assert "[offloaded tool result]" not in text
-    assert replaced
+            assert text == originals[call_id]
+    # The results of the last 4 messages stay; the last units are whole tool steps (a call with up to three
+    # results), so every replaceable result before the last 8 messages is replaced, and they come in order.
+    assert replaced == replaceable[: len(replaced)]
+    assert not {positions[call_id] for call_id in replaced} & set(range(len(messages) - 4, len(messages)))
+    assert {c for c in replaceable if positions[c] < len(messages) - 8} <= set(replaced)
     assert result.report.mild_replacements == len(replaced)
     assert result.state.replaced == tuple(replaced)
     assert result.report.aggressive_deleted == result.report.emergency_deleted == 0
 
 
-def test_the_replacement_names_the_call_the_summary_the_ref_and_the_reading_tool() -> None:
-    entry = OffloadEntry("toolu_1", 'Read({"file_path": "/r/a.py"})', "a.py: 120 lines, drop() at 3", 8, "t", "ref-1")
-    assert replacement_text(entry) == (
-        '[offloaded tool result] Read({"file_path": "/r/a.py"}) → a.py: 120 lines, drop() at 3 '
+def test_mild_leaves_as_many_recent_messages_as_configured() -> None:
+    session = claude_code_session(prompts=1, rounds=6)
+    # The prompt, then an assistant call and a user result per round, ending with the last round's results.
+    messages = render(session, "anthropic")[:-1]
+    entries = entries_for(session, score=10)
+    for keep, kept_rounds in ((0, 0), (1, 1), (2, 1), (3, 2), (6, 3)):
+        result = run(messages, entries, 0.6, config=CompactConfig(mild_keep_recent_messages=keep))
+        texts = result_texts(result.messages)
+        unchanged = [call.call_id for call in session.calls if texts[call.call_id] == call.output]
+        rounds = [value for kind, value in session.turns if kind == "tools"]
+        assert unchanged == [call.call_id for calls in rounds[len(rounds) - kept_rounds :] for call in calls]
+
+
+def test_the_replacement_names_the_tool_the_summary_the_ref_and_the_reading_tool() -> None:
+    entry = OffloadEntry("toolu_1", 'Bash(command="ls -la /r")', "12 entries; a.py, b.py", 8, "t", "ref-1")
+    assert replacement_text(entry, "total 12\n" + "-rw-r--r-- 1 u u 10 a.py\n" * 12) == (
+        "[offloaded tool result] Bash → 12 entries; a.py, b.py "
         "(full result: ref-1; read it with the memhub_read_offloaded tool)"
     )
 
 
-def test_a_long_call_rendering_is_capped_in_the_replacement() -> None:
-    entry = OffloadEntry("toolu_1", "Write(" + "x" * 5000 + ")", "wrote a.py", 8, "t", "ref-1")
-    text = replacement_text(entry)
-    assert f"] {entry.tool_call[:300]}… → wrote a.py (full result: ref-1;" in text
+def test_the_replacement_does_not_repeat_the_call_its_message_holds() -> None:
+    entry = OffloadEntry("toolu_1", 'Write(file_path="a.py", content="' + "x" * 5000 + '")', "wrote a.py", 8, "t", "r")
+    assert replacement_text(entry, "The file a.py has been written.") == (
+        "[offloaded tool result] Write → wrote a.py (full result: r; read it with the memhub_read_offloaded tool)"
+    )
+
+
+def test_the_replacement_of_a_file_read_carries_the_files_outline() -> None:
+    entry = OffloadEntry("toolu_1", 'Read(file_path="/r/a.py")', "a.py: 40 lines; defines drop", 5, "t", "ref-1")
+    lines = ["     1\timport os", "    12\tdef drop(rows):", "    13\t    return rows", "    30\tclass Store:"]
+    text = "\n".join([*lines, "    31\t    async def get(self, key):"])
+    assert replacement_text(entry, text) == (
+        "[offloaded tool result] Read → a.py: 40 lines; defines drop; "
+        "outline (line name): 12 drop, 30 Store, 31 get "
+        "(full result: ref-1; read it with the memhub_read_offloaded tool)"
+    )
+    grep = OffloadEntry("toolu_2", 'Grep(pattern="drop")', "1 match in 1 file", 8, "t", "ref-2")
+    assert "outline" not in replacement_text(grep, "a.py:12:def drop(rows):")
+
+
+def test_a_stand_in_sent_back_is_kept_as_it_is() -> None:
+    entry = OffloadEntry("toolu_1", 'Read(file_path="/r/a.py")', "a.py: 40 lines", 5, "t", "ref-1")
+    stand_in = replacement_text(entry, "    12\tdef drop(rows):\n" * 3)
+    assert "12 drop" in stand_in
+    assert replacement_text(entry, stand_in) == stand_in
+    assert replacement_text(entry, "[offloaded tool result] of another result (ref-2)") != stand_in
 
 
 def test_a_summary_longer_than_its_result_does_not_replace_it() -> None:
@@ -224,7 +269,7 @@ def test_a_summary_longer_than_its_result_does_not_replace_it() -> None:
         ]
     )
     messages = render(session, "anthropic")
-    result = run(messages, entries_for(session, score=10), 0.6, config=CompactConfig(mild_scan_share=1.0))
+    result = run(messages, entries_for(session, score=10), 0.6, config=CompactConfig(mild_keep_recent_messages=0))
     texts = result_texts(result.messages)
     assert texts["toolu_short"] == "1"
     assert texts["toolu_long"].startswith("[offloaded tool result]")
@@ -246,7 +291,9 @@ def test_the_last_user_turn_is_untouched_even_when_it_carries_tool_results() -> 
     messages[-1] = {**last, "content": [*last["content"], {"type": "text", "text": "Also look at b.py."}]}
     entries = entries_for(session, score=10)
     for ratio in (0.6, 0.97, 5.0):
-        result = run(messages, entries, ratio, config=CompactConfig(mild_scan_share=1.0, keep_recent_messages=0))
+        result = run(
+            messages, entries, ratio, config=CompactConfig(mild_keep_recent_messages=0, keep_recent_messages=0)
+        )
         assert dumps(result.messages[-1]) == dumps(messages[-1])
         assert result_texts(result.messages)[call_id] == result_texts(messages)[call_id]
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from memhub.model.offload import SUMMARY_MAX_CHARS, ToolPair
-from memhub.offload.summary import ExtractiveSummarizer, flatten_result, reads_as_failure, summarize_pair
+from memhub.offload.summary import ExtractiveSummarizer, flatten_result, outline, reads_as_failure, summarize_pair
 from memhub.offload.toolcall import CALL_MAX_CHARS, classify, parse_call, phase_of_call, render_call
 
 TS = "2024-05-01T10:00:00Z"
@@ -185,6 +185,32 @@ def test_a_file_read_names_the_file_its_length_and_what_it_defines() -> None:
     text, score = summary_of("Read", {"file_path": "src/app/session.py"}, [{"type": "text", "text": SOURCE_FILE}])
     assert text == "src/app/session.py: 240 lines; defines SessionStore, __init__, load, expire_sessions"
     assert 4 <= score <= 6
+
+
+def test_a_long_path_is_cut_at_its_start_so_the_file_and_its_names_stay() -> None:
+    path = "/tmp/memhub-offload-trajectories/7710d8b4bd76-gateway/src/memhub/api/routes/memory_prompt.py"
+    text, _ = summary_of("Read", {"file_path": path}, [{"type": "text", "text": SOURCE_FILE}])
+    assert text.startswith("…") and text.split(":")[0].endswith("src/memhub/api/routes/memory_prompt.py")
+    assert len(text.split(":")[0]) == 48
+    assert text.endswith("defines SessionStore, __init__, load, expire_sessions")
+
+
+def test_an_outline_lists_definitions_with_their_line_numbers() -> None:
+    numbered = "     1\timport os\n    12\tdef drop(rows):\n    20\tclass Store:\n    21\t    async def get(self):\n"
+    assert outline(numbered, 1_000) == "12 drop, 20 Store, 21 get"
+    assert outline("12→def a():\n13→    pass\n", 1_000) == "12 a"
+    assert outline("def a():\n    def b():\n", 1_000) == "a, b"  # a read without numbers: names only
+    assert outline("# Offload\ntext\n## Ingest\n", 1_000) == "Offload, Ingest"
+    assert outline("plain text\nno code\n", 1_000) == ""
+
+
+def test_a_long_outline_keeps_the_top_level_names_and_says_how_many_are_left_out() -> None:
+    lines = [f"{n * 10:>6}\tdef top_{n}():\n{n * 10 + 1:>6}\t    def nested_{n}():" for n in range(1, 60)]
+    text = outline("\n".join(lines), 300)
+    assert len(text) <= 300
+    assert text.startswith("10 top_1, 20 top_2, ") and "nested" not in text
+    shown = text.count(", ") + 1
+    assert text.endswith(f"(+{118 - shown} more)")
 
 
 def test_a_markdown_read_lists_its_sections() -> None:

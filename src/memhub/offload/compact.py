@@ -3,8 +3,8 @@
 The levels, by the context's share of the window once earlier decisions are re-applied:
 
 - fastpath (< 0.5): only the earlier decisions (the session's `CompactState`), so the output is stable;
-- mild (≥ 0.5): tool results whose summary can stand in for them (score ≥ 4) are replaced by it, in the older
-  70% of the messages (the recent ones are the agent's working set);
+- mild (≥ 0.5): tool results whose summary can stand in for them (score ≥ 4) are replaced by it, all but those
+  of the last units (4 messages: the results the agent is about to read and the step before them);
 - aggressive (≥ 0.85): then, down to 0.80 of the window, long tool results are cut to their head and tail
   and the oldest units (a tool call with its results) dropped, tool units before plain turns;
 - emergency (≥ 0.95): the same down to 0.75, and past that the recent results are cut too.
@@ -43,7 +43,10 @@ class CompactConfig:
     aggressive_headroom: float = 0.05
     emergency_headroom: float = 0.10
     replace_min_score: int = 4  # the lowest replaceability score whose summary may stand in for a result
-    mild_scan_share: float = 0.7  # mild replaces results only in this oldest share of the messages
+    # Mild leaves the results of the last units holding at least this many messages as they are. The original
+    # system spares the newest 30% of the messages instead; in a long session that is dozens of tool steps the
+    # agent has already acted on, and it keeps most of the context's tokens out of reach of the mild level.
+    mild_keep_recent_messages: int = 4
     keep_recent_messages: int = 10  # the last units holding at least this many messages are never dropped
     truncate_head_chars: int = 1_500  # a cut result keeps this much of its start ...
     truncate_tail_chars: int = 500  # ... and of its end (2,000 characters in all, as the original keeps)
@@ -204,32 +207,42 @@ class _Compactor:
                 for call_id in self.results[index]:
                     entry = self.entries.get(call_id)
                     if call_id in replaced and entry is not None:
-                        replaced_results += self._set_result(index, call_id, replacement_text(entry))
+                        text = replacement_text(entry, fmt.result_text(self.original[index], call_id))
+                        replaced_results += self._set_result(index, call_id, text)
                     elif call_id in truncated:
                         self._truncate_result(index, call_id)
         return replaced_results, dropped_messages
 
     def _mild(self) -> int:
-        """Replace every replaceable result in the older messages by its summary; return how many.
+        """Replace every replaceable result before the last units by its summary; return how many.
 
-        "Older" is by position in the messages as sent, not among those kept, so that the same messages sent
+        "Last" is by position in the messages as sent, not among those kept, so that the same messages sent
         again find nothing new to replace however many earlier compactions dropped.
         """
         count = 0
-        for index in range(math.floor(len(self.original) * self.config.mild_scan_share)):
+        for index in range(self._mild_end()):
             if not self._changeable(self.unit_of[index]):
                 continue
             for call_id in self.results[index]:
                 entry = self.entries.get(call_id)
                 if entry is None or entry.score < self.config.replace_min_score:
                     continue
-                text = replacement_text(entry)
+                text = replacement_text(entry, fmt.result_text(self.original[index], call_id))
                 if len(text) < len(fmt.result_text(self.current[index], call_id) or "") and self._set_result(
                     index, call_id, text
                 ):
                     self.replaced.append(call_id)
                     count += 1
         return count
+
+    def _mild_end(self) -> int:
+        """Where the last units holding at least `mild_keep_recent_messages` messages begin."""
+        end, held = len(self.original), 0
+        for unit in reversed(self.units):
+            if held >= self.config.mild_keep_recent_messages:
+                break
+            end, held = unit.start, held + unit.stop - unit.start
+        return end
 
     def _reduce(self, target: int) -> int:
         """Cut long results, then drop the oldest units, until the messages fit `target`; return drops."""

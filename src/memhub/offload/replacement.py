@@ -1,28 +1,59 @@
 """What stands in a prompt for a tool result that compaction took out, and how the agent gets it back.
 
 Every stand-in names the result's reference and the tool that reads it (`memhub_read_offloaded`, which the
-proxy offers with `result_ref`, `query?`, `start_line?`, `end_line?`), so nothing cut is out of reach.
+proxy offers with `result_ref`, `query?`, `start_line?`, `end_line?`), so nothing cut is out of reach. The
+stand-in for a file read also carries the file's outline (what it defines, at which lines): a summary of 200
+characters names a few definitions, and one read back returns the file's first lines only, so without it
+the rest of a long file could be found again only by guessing line ranges.
 """
 
 from __future__ import annotations
 
+import hashlib
+
 from memhub.model.offload import OffloadEntry
+from memhub.offload.summary import outline
+from memhub.offload.toolcall import classify, parse_call
 
 READ_TOOL = "memhub_read_offloaded"
-# A call is rendered by a model and may quote a long parameter (a file's new content): the stand-in names the
-# call, it does not repeat it. The original system caps its renderings at the same length.
-TOOL_CALL_MAX_CHARS = 300
+TOOL_NAME_MAX_CHARS = 64
+OUTLINE_MAX_CHARS = 1_200  # about 300 tokens: a file of 40 definitions, where the file itself takes thousands
+STAND_IN_MARK = "[offloaded tool result]"
+# Every turn re-applies the session's replacements to the same results: their outlines are kept by the result's
+# digest (reading a long file's definitions again costs more than the rest of a compaction).
+_OUTLINES: dict[bytes, str] = {}
+_OUTLINES_MAX = 4_096
 
 
-def replacement_text(entry: OffloadEntry) -> str:
-    """The summary that replaces a whole tool result, with the way back to the full one."""
-    call = (
-        entry.tool_call if len(entry.tool_call) <= TOOL_CALL_MAX_CHARS else entry.tool_call[:TOOL_CALL_MAX_CHARS] + "…"
-    )
+def replacement_text(entry: OffloadEntry, result: str | None = None) -> str:
+    """The summary that replaces a whole tool result (`result`, the text as sent), with the way back to it.
+
+    The stand-in names the tool, not the whole call: a result is never kept without its call, which the message
+    before it still holds in full. A result that already is this entry's stand-in (a client that sent the
+    compacted text back) is kept as it is, so that the decision reads the same on every turn.
+    """
+    if result is not None and result.startswith(STAND_IN_MARK) and entry.result_ref in result:
+        return result
+    name, params = parse_call(entry.tool_call)
+    shape = ""
+    if result and classify(name, params) == "read":
+        lines = _outline(result)
+        shape = f"; outline (line name): {lines}" if lines else ""
     return (
-        f"[offloaded tool result] {call} → {entry.summary} "
+        f"{STAND_IN_MARK} {name[:TOOL_NAME_MAX_CHARS]} → {entry.summary}{shape} "
         f"(full result: {entry.result_ref}; read it with the {READ_TOOL} tool)"
     )
+
+
+def _outline(result: str) -> str:
+    key = hashlib.blake2b(result.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    found = _OUTLINES.get(key)
+    if found is None:
+        found = outline(result, OUTLINE_MAX_CHARS)
+        if len(_OUTLINES) >= _OUTLINES_MAX:
+            _OUTLINES.clear()  # a bound, not a policy: the next turns fill it again with what they use
+        _OUTLINES[key] = found
+    return found
 
 
 def truncated_text(text: str, entry: OffloadEntry | None, *, head_chars: int, tail_chars: int) -> str | None:

@@ -31,7 +31,7 @@ from typing import Any
 from memhub.model.offload import SUMMARY_MAX_CHARS, PairSummary, RecentTurn, ToolPair
 from memhub.offload.toolcall import Action, classify, render_call
 
-__all__ = ["ExtractiveSummarizer", "flatten_result", "reads_as_failure", "score_of", "summarize_pair"]
+__all__ = ["ExtractiveSummarizer", "flatten_result", "outline", "reads_as_failure", "score_of", "summarize_pair"]
 
 SHORT_RESULT_CHARS = 500
 LONG_RESULT_CHARS = 4_000
@@ -43,6 +43,7 @@ _END_CHARS = 4_000  # where the first and last lines of an output are looked for
 _FAILURE_LINES = 4
 _MAX_SCANNED_LINES = 64  # matches looked at for counts and paths
 _LISTED = 4  # names listed after a count
+_READ_PATH_CHARS = 48  # a read's path in its summary, so that the names it defines have room
 
 # Failures matter in the output of commands and edits; in a search hit or a file an "Error:" is just content.
 _FAILURE_SCANNED: frozenset[Action] = frozenset({"test", "run", "vcs", "edit", "other"})
@@ -77,13 +78,19 @@ _BRANCH = re.compile(r"^On branch (\S+)", re.MULTILINE)
 _STATUS_ENTRY = re.compile(r"^[ \t]*(modified|new file|deleted|renamed):\s+(.+)$", re.MULTILINE)
 _DIFF_FILE = re.compile(r"^diff --git a/(\S+)", re.MULTILINE)
 _LINE_NUMBER = re.compile(r"^[ \t]*\d+(?:\t|→|:\s|\|\s?)", re.MULTILINE)
-_DEFINITION = re.compile(
-    r"^[ \t]*(?:export\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:public\s+|private\s+|protected\s+|static\s+|abstract\s+)*"
-    r"(?:async\s+)?(?:def|class|function|func|fn|interface|struct|enum|trait|type|impl)\s+([A-Za-z_$][\w$]*)",
-    re.MULTILINE,
+_DEFINITION_BODY = (
+    r"(?:export\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:public\s+|private\s+|protected\s+|static\s+|abstract\s+)*"
+    r"(?:async\s+)?(?:def|class|function|func|fn|interface|struct|enum|trait|type|impl)\s+([A-Za-z_$][\w$]*)"
 )
+_DEFINITION = re.compile(r"^[ \t]*" + _DEFINITION_BODY, re.MULTILINE)
 _LONG_LISTING = re.compile(r"^[dlcbps-][rwxsStT-]{9}[@+.]?\s")
 _HEADING = re.compile(r"^#{1,3}\s+(.+)$", re.MULTILINE)
+# A definition or a heading on a line of a file read, with the line's number when the reader printed one
+# (`cat -n` and Claude Code's Read: "  12\t…", "12→…").
+_NUMBERED = r"^(?:[ \t]*(\d+)(?:\t|→))?"
+_OUTLINE_DEFINITION = re.compile(_NUMBERED + r"([ \t]*)" + _DEFINITION_BODY, re.MULTILINE)
+_OUTLINE_HEADING = re.compile(_NUMBERED + r"#{1,3}\s+(\S.*)$", re.MULTILINE)
+_OUTLINE_NAME_CHARS = 60
 _PATH = re.compile(
     r"(?<![\w/.:-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]*\w"
     r"|(?<![\w/.:-])[\w-]+\.(?:py|pyi|ts|tsx|js|jsx|mjs|go|rs|java|kt|c|h|cc|cpp|hpp|cs|rb|php|swift|md|rst|txt|"
@@ -143,6 +150,39 @@ def score_of(action: Action, size: int, summary_chars: int, failed: bool) -> int
         return 6 if size > HUGE_RESULT_CHARS else 5
     base = 6 if action == "other" else 8
     return min(10, base + (size > LONG_RESULT_CHARS) + (size > HUGE_RESULT_CHARS))
+
+
+def outline(result: str, max_chars: int) -> str:
+    """A file read's definitions (else its headings) with their line numbers, in at most `max_chars`.
+
+    "12 _pick, 30 resolve_isolation, …": what the file holds and where, so that an agent whose summary stands in
+    for the file knows which lines to read back. When not all fit, nested definitions (methods) go first, then
+    the tail of the list. "" when the text defines nothing.
+    """
+    text = result if len(result) <= 2 * WINDOW_CHARS else f"{result[:WINDOW_CHARS]}\n{result[-WINDOW_CHARS:]}"
+    found = [(m.group(1), m.group(3), not m.group(2)) for m in _OUTLINE_DEFINITION.finditer(text)]
+    if not found:
+        found = [(m.group(1), m.group(2).strip(), True) for m in _OUTLINE_HEADING.finditer(text)]
+    items = [f"{number} {_cut(name, _OUTLINE_NAME_CHARS)}" if number else name for number, name, _ in found]
+    shown = ", ".join(items)
+    if len(shown) > max_chars:
+        top = [item for item, (_, _, top_level) in zip(items, found, strict=True) if top_level]
+        shown = _listed_within(top or items, len(items), max_chars)
+    return shown
+
+
+def _listed_within(items: Sequence[str], total: int, max_chars: int) -> str:
+    """`items` joined while they fit `max_chars`, with how many of the `total` are left out."""
+    out: list[str] = []
+    used = 0
+    for item in items:
+        rest = f" (+{total - len(out) - 1} more)" if len(out) + 1 < total else ""
+        if used + len(item) + 2 + len(rest) > max_chars:
+            break
+        out.append(item)
+        used += len(item) + 2
+    left = total - len(out)
+    return ", ".join(out) + (f" (+{left} more)" if left else "")
 
 
 def reads_as_failure(summary: str) -> bool:
@@ -321,7 +361,11 @@ def _vcs_facts(pair: ToolPair, result: _Result) -> list[str]:
 
 def _read_facts(pair: ToolPair, result: _Result) -> list[str]:
     text = _LINE_NUMBER.sub("", result.text)
-    path = _param_text(pair.params, "file_path", "filePath", "path", "notebook_path", "filename", "file", "url")
+    # A path's end names the file; its start is the same checkout in every read.
+    keys = ("file_path", "filePath", "path", "notebook_path", "filename", "file", "url")
+    path = _param_text(pair.params, *keys, limit=0)
+    if len(path) > _READ_PATH_CHARS:
+        path = "…" + path[-(_READ_PATH_CHARS - 1) :]
     count = f"{result.lines} line{'' if result.lines == 1 else 's'}"
     facts = [f"{path}: {count}" if path else count]
     names = list(dict.fromkeys(_DEFINITION.findall(text)))
@@ -495,11 +539,13 @@ def _block_text(block: dict[str, Any], depth: int) -> str:
     return f"[{kind}]"
 
 
-def _param_text(params: Any, *keys: str) -> str:
+def _param_text(params: Any, *keys: str, limit: int = 80) -> str:
+    """The first of `keys` that holds text, on one line and cut to `limit` characters (0: whole)."""
     if isinstance(params, dict):
         for key in keys:
             if isinstance(params.get(key), str) and params[key].strip():
-                return _cut(_one_line(params[key]), 80)
+                text = _one_line(params[key])
+                return _cut(text, limit) if limit else text
     return ""
 
 
