@@ -113,6 +113,8 @@ AIM_REDUCTION, AIM_RETENTION, AIM_SUMMARY_P95_MS, AIM_COMPACT_P95_MS = 0.50, 0.9
 SERVER_ENV = {"MEMHUB_EMBEDDING_PROVIDER": "none", "MEMHUB_OFFLOAD_SUMMARY_BATCH": "1"}
 # The proxy's offload switch and its two values; the proxy leaves offload off unless told.
 PROXY_OFFLOAD = "MEMHUB_PROXY_OFFLOAD"
+PROXY_WINDOW = "MEMHUB_PROXY_OFFLOAD_CONTEXT_WINDOW"
+PROXY_SHARE = 0.8  # a proxied trajectory's last call fills this share of its window: past mild, under aggressive
 
 
 def progress(message: str) -> None:
@@ -468,25 +470,30 @@ def request_tokens(body: dict[str, Any]) -> int:
 
 def proxy_run(
     trajectories: Sequence[Trajectory], python: str, env: dict[str, str], model: str, pace: float
-) -> dict[str, list[dict[str, int]]]:
-    """Every model call of every trajectory through the proxy to a fake provider: per call, the tokens sent and
-    the tokens the provider received."""
-    turns: dict[str, list[dict[str, int]]] = {}
-    with FakeUpstream() as fake, tempfile.TemporaryDirectory(prefix="memhub-offload-proxy-") as tmp:
-        server_env = {
-            **SERVER_ENV,
-            "MEMHUB_PROXY_ANTHROPIC_BASE_URL": fake.root,
-            "MEMHUB_PROXY_ANTHROPIC_API_KEY": "sk-ant-bench",
-            **env,
-        }
-        with (
-            running_server(Path(tmp) / "data", python, server_env) as server,
-            client(server) as http,
-            httpx.Client(base_url=server.url, timeout=120) as proxy,
-        ):
-            admin = http.post("/v3/internal/meta/user/init-admin", json={"username": "bench"}).json()["data"]
-            for trajectory in trajectories:
+) -> dict[str, list[dict[str, Any]]]:
+    """Every model call of every trajectory through the proxy to a fake provider: per call, the tokens sent, the
+    tokens the provider received and what the proxy's memory header said. Each trajectory gets a server whose
+    window (`MEMHUB_PROXY_OFFLOAD_CONTEXT_WINDOW`) its last call fills to `PROXY_SHARE`, as a long run fills a
+    real model's window."""
+    turns: dict[str, list[dict[str, Any]]] = {}
+    for trajectory in trajectories:
+        window = window_for(trajectory, PROXY_SHARE)
+        with FakeUpstream() as fake, tempfile.TemporaryDirectory(prefix="memhub-offload-proxy-") as tmp:
+            server_env = {
+                **SERVER_ENV,
+                "MEMHUB_PROXY_ANTHROPIC_BASE_URL": fake.root,
+                "MEMHUB_PROXY_ANTHROPIC_API_KEY": "sk-ant-bench",
+                PROXY_WINDOW: str(window),
+                **env,
+            }
+            with (
+                running_server(Path(tmp) / "data", python, server_env) as server,
+                client(server) as http,
+                httpx.Client(base_url=server.url, timeout=120) as proxy,
+            ):
+                admin = http.post("/v3/internal/meta/user/init-admin", json={"username": "bench"}).json()["data"]
                 rows = []
+                previous = b""
                 headers = {
                     "x-api-key": admin["user_key"],
                     "anthropic-version": "2023-06-01",
@@ -505,7 +512,16 @@ def proxy_run(
                     response = proxy.post(f"/proxy/{SERVICE}/v1/messages", json=body, headers=headers)
                     response.raise_for_status()
                     [sent] = fake.turns("/v1/messages")
-                    rows.append({"sent": request_tokens(body), "upstream": request_tokens(sent.json)})
+                    rows.append(
+                        {
+                            "sent": request_tokens(body),
+                            "upstream": request_tokens(sent.json),
+                            "memory": response.headers.get("x-memhub-memory", ""),
+                            "bytes": len(sent.body),
+                            "same_prefix_bytes": common_prefix(previous, sent.body),
+                        }
+                    )
+                    previous = sent.body
                     time.sleep(pace)  # the model's answer takes time; the proxy's background work runs meanwhile
                 turns[trajectory.name] = rows
     return turns
@@ -535,8 +551,16 @@ def run_proxy(
             "upstream_mean_without_offload": round(statistics.fmean(without)),
             "upstream_last_with_offload": with_offload[-1],
             "upstream_last_without_offload": without[-1],
+            "offload_said": dict(Counter(offload_of(a["memory"]) for a in on[name])),
+            "prefix_reuse_with_offload": round(prefix_reuse(on[name]), 4),
+            "prefix_reuse_without_offload": round(prefix_reuse(off[name]), 4),
             "per_turn": [
-                {"sent": a["sent"], "with_offload": a["upstream"], "without_offload": b["upstream"]}
+                {
+                    "sent": a["sent"],
+                    "with_offload": a["upstream"],
+                    "without_offload": b["upstream"],
+                    "memory": a["memory"],
+                }
                 for a, b in zip(on[name], off[name], strict=True)
             ],
         }
@@ -544,6 +568,32 @@ def run_proxy(
         t["upstream_total_with_offload"] < t["upstream_total_without_offload"] for t in result["trajectories"].values()
     )
     return result
+
+
+def common_prefix(a: bytes, b: bytes) -> int:
+    """How many leading bytes two requests share: what a provider's prompt cache can reuse of the second."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:  # bisect on equal prefixes: comparing slices is fast, a byte loop is not
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def prefix_reuse(rows: Sequence[dict[str, Any]]) -> float:
+    """The share of the bytes of every request after the first that repeat the previous request's opening."""
+    later = rows[1:]
+    return sum(r["same_prefix_bytes"] for r in later) / max(1, sum(r["bytes"] for r in later))
+
+
+def offload_of(memory: str) -> str:
+    """What the proxy's memory header said of offload: its status word (`mild`, `prefix`, `none`, …) or `off`."""
+    for part in memory.split("; "):
+        if part.startswith("offload="):
+            return part.removeprefix("offload=").split(",", 1)[0]
+    return "off"
 
 
 def proxy_envs(on: Sequence[str], off: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -560,13 +610,19 @@ def proxy_envs(on: Sequence[str], off: Sequence[str]) -> tuple[dict[str, str], d
 
 def print_proxy(proxy: dict[str, Any]) -> None:
     print(f"\n### through the proxy ({proxy['model']}), tokens the provider received per turn\n")
-    print("| trajectory | turns | mean with offload | mean without | last turn with | last turn without | saved |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| trajectory | turns | mean with offload | mean without | last turn with | last turn without | saved "
+        "| prefix reuse with / without | offload said |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for name, t in proxy["trajectories"].items():
         saved = 1 - t["upstream_total_with_offload"] / t["upstream_total_without_offload"]
+        said = ", ".join(f"{k} {v}" for k, v in sorted(t["offload_said"].items()))
+        reuse = f"{100 * t['prefix_reuse_with_offload']:.1f}% / {100 * t['prefix_reuse_without_offload']:.1f}%"
         print(
             f"| {name} | {t['turns']} | {t['upstream_mean_with_offload']:,} | {t['upstream_mean_without_offload']:,} | "
-            f"{t['upstream_last_with_offload']:,} | {t['upstream_last_without_offload']:,} | {100 * saved:.1f}% |"
+            f"{t['upstream_last_with_offload']:,} | {t['upstream_last_without_offload']:,} | {100 * saved:.1f}% "
+            f"| {reuse} | {said} |"
         )
     if not proxy["compacted"]:
         switch = ", ".join(f"{k}={v}" for k, v in proxy["on_env"].items())

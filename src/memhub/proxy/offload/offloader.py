@@ -12,8 +12,10 @@ Per main request of a session with offload on:
    followed by what came since (memhub.proxy.offload.prefix), until the context reaches the next level,
    when it is compacted again (earlier decisions re-applied, so the new prefix starts as the old one did).
 
-A compaction made while results in the part mild replaces still wait for their summaries is sent but not
-remembered: the next request compacts again, with the summaries that arrived meanwhile.
+A compaction made while most results in the part mild replaces still wait for their summaries (offload just
+switched on mid-run, or a restart) is sent but not remembered: the next request compacts again, with the
+summaries that arrived meanwhile. The few results of the last steps that wait in a running tool loop do not
+hold the prefix back: they are replaced at the next level.
 
 Everything runs on threads of its own within a deadline; a slow or failing offload forwards the caller's
 messages unchanged and says so (`timeout`, `error`). The remembered prefixes live in this process (a bounded
@@ -25,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import threading
 import time
 from collections import OrderedDict
@@ -242,9 +243,11 @@ class ProxyOffloader:
         dropped = report.fast_path_deleted + report.aggressive_deleted + report.emergency_deleted
         status = f"{report.resolved_level},tokens={report.tokens_before}/{report.tokens_after}"
         status += f",replaced={replaced},dropped={dropped}"
-        waiting = self._waiting(session, state, turn.messages, config.mild_scan_share)
+        waiting, replaceable = self._waiting(session, state, turn.messages, config.mild_keep_recent_messages)
         if waiting:
-            status += f",pending={waiting}"  # sent, not remembered: the next request compacts again
+            status += f",pending={waiting}"
+        if 2 * waiting > replaceable:
+            state.prefix = None  # most summaries still to come: sent, not remembered; the next request compacts anew
         else:
             state.prefix = CompactedPrefix(
                 count=len(turn.messages),
@@ -257,16 +260,17 @@ class ProxyOffloader:
         return marked_prefix(stripped, marker), status
 
     def _waiting(
-        self, session: OffloadSession, state: _Session, messages: Sequence[Mapping[str, Any]], share: float
-    ) -> int:
-        """How many results mild may replace (in the older `share` of the messages) still wait for a summary."""
+        self, session: OffloadSession, state: _Session, messages: Sequence[Mapping[str, Any]], recent: int
+    ) -> tuple[int, int]:
+        """Of the ingested results mild may replace (all but the last `recent` messages'), how many still wait
+        for their summary, and how many there are."""
         older = {
             call_id
-            for message in messages[: math.floor(len(messages) * share)]
+            for message in messages[: max(0, len(messages) - recent)]
             for call_id in fmt.result_ids(message)
             if call_id in state.ingested
         }
-        return len(older - self.service.summarised(session)) if older else 0
+        return (len(older - self.service.summarised(session)) if older else 0), len(older)
 
     def _session(self, identity: ProxyIdentity) -> _Session:
         key = (
