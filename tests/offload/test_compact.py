@@ -250,6 +250,13 @@ def test_the_replacement_of_a_file_read_carries_the_files_outline() -> None:
     assert "outline" not in replacement_text(grep, "a.py:12:def drop(rows):")
 
 
+def test_a_stored_outline_is_used_as_the_summary_stage_made_it() -> None:
+    made = OffloadEntry("toolu_1", 'Read(file_path="/r/a.py")', "a.py", 5, "t", "ref-1", outline="7 first, 9 second")
+    assert "outline (line name): 7 first, 9 second " in replacement_text(made, "    12\tdef drop(rows):")
+    nothing = OffloadEntry("toolu_1", 'Read(file_path="/r/a.txt")', "a.txt", 5, "t", "ref-1", outline="")
+    assert "outline" not in replacement_text(nothing, "    12\tdef drop(rows):")
+
+
 def test_a_stand_in_sent_back_is_kept_as_it_is() -> None:
     entry = OffloadEntry("toolu_1", 'Read(file_path="/r/a.py")', "a.py: 40 lines", 5, "t", "ref-1")
     stand_in = replacement_text(entry, "    12\tdef drop(rows):\n" * 3)

@@ -214,6 +214,7 @@ def test_the_stages_summarise_every_pair_and_draw_the_task_graph(gw: Gateway) ->
     assert [e.tool_call_id for e in entries] == [p["tool_call_id"] for p in pairs]
     assert all(0 < len(e.summary) <= 200 and 0 <= e.score <= 10 for e in entries)
     assert all(e.node_id for e in entries), "every entry is placed on the graph"
+    assert all(e.outline is None for e in entries), "only a file read has an outline"
     data = gw.ok("/v2/offload/query-mmd", {"session_id": SESSION})
     assert data["currentMmd"] == data["current_mmd"]
     (graph,) = data["mmds"]
@@ -221,6 +222,16 @@ def test_the_stages_summarise_every_pair_and_draw_the_task_graph(gw: Gateway) ->
     assert "flowchart TD" in graph["content"]
     assert len(graph["version"]) == 12
     assert gw.store.pipeline.jobs(SERVICE, ["pending", "running", "dead"], 10) == []
+
+
+def test_the_summary_stage_outlines_a_file_read_once_for_every_compaction(gw: Gateway) -> None:
+    run_stages_now(gw)
+    listing = "\n".join(["     1\timport os", "    12\tdef drop(rows):", "    30\tclass Store:"])
+    read = {**pair(1, listing), "tool_name": "Read", "params": {"file_path": "/r/store.py"}}
+    gw.ok("/v2/offload/ingest", {"session_id": SESSION, "tool_pairs": [read, pair(2)]})
+    gw.pipeline.drain()
+    outlines = {e.tool_call_id: e.outline for e in gw.store.offload.entries(session_of())}
+    assert outlines == {"toolu_001": "12 drop, 30 Store", "toolu_002": None}
 
 
 def test_the_graph_stage_waits_for_six_entries_or_thirty_seconds(gw: Gateway) -> None:

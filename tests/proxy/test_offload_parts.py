@@ -12,7 +12,8 @@ import pytest
 
 from memhub.offload.pairs import tool_pairs
 from memhub.offload.tokens import message_tokens
-from memhub.proxy.model import OffloadTurn, ProxyIdentity
+from memhub.proxy.injection.injector import OFFLOAD_TOOLS
+from memhub.proxy.model import Block, OffloadTurn, ProxyIdentity
 from memhub.proxy.offload import ProxyOffloadConfig, ProxyOffloader
 from memhub.proxy.offload.prefix import (
     BREAKPOINT,
@@ -30,6 +31,10 @@ from tests.proxy.conftest import SPACE, ProxyRig
 from tests.proxy.test_offload import STAGES_NOW, STAND_IN, request_ends, window_of
 
 MARK = {"type": "ephemeral"}
+
+
+def read_tool(identity: ProxyIdentity) -> Block | None:
+    return OFFLOAD_TOOLS.block("<memhub_offload_tools>read it back</memhub_offload_tools>")
 
 
 # -- tool pairs ------------------------------------------------------------------------------------------
@@ -163,7 +168,7 @@ def test_after_a_restart_the_first_compaction_sends_what_the_old_process_sent(
 
     def process() -> ProxyOffloader:
         return ProxyOffloader(
-            rig.hub.offload, ProxyOffloadConfig(enabled=True), agent_switch=lambda _: None, tools_block=lambda _: None
+            rig.hub.offload, ProxyOffloadConfig(enabled=True), agent_switch=lambda _: None, tools_block=read_tool
         )
 
     def turn(end: int) -> OffloadTurn:
@@ -188,3 +193,27 @@ def test_after_a_restart_the_first_compaction_sends_what_the_old_process_sent(
     assert replaced and all(after[call_id] == text for call_id, text in replaced.items())
     assert sum(message_tokens(m) for m in again.messages) < sum(message_tokens(m) for m in messages[:third])
     new.close()
+
+
+def test_without_its_read_tool_nothing_is_taken_out_of_a_request(make_rig: Callable[..., ProxyRig]) -> None:
+    messages = render(claude_code_session(prompts=2, rounds=6, seed=11), "anthropic", system=None)
+    window = window_of(messages)
+    rig = make_rig(real=True, **STAGES_NOW)
+    caller = rig.hub.meta.users.authenticate(SPACE, rig.user_key)
+    assert caller is not None
+    identity = ProxyIdentity(SPACE, caller.user_id or "", None, "no-token", team_id=rig.team_id, agent_id=rig.agent_id)
+
+    def unrenderable(identity: ProxyIdentity) -> Any:
+        raise ValueError("identity.key_id: a token must name the user key it stands for")
+
+    offloader = ProxyOffloader(
+        rig.hub.offload, ProxyOffloadConfig(enabled=True), agent_switch=lambda _: None, tools_block=unrenderable
+    )
+    end = request_ends(messages, window)[1]
+    turn = OffloadTurn(messages[:end], (), window, sum(len(str(m)) for m in messages[:end]), 0)
+    asyncio.run(offloader.offload(identity, turn, None))
+    assert rig.hub.worker is not None
+    rig.hub.worker.drain()
+    outcome = asyncio.run(offloader.offload(identity, turn, None))
+    assert (outcome.on, outcome.messages, outcome.status, outcome.block) == (True, None, "error", None)
+    offloader.close()

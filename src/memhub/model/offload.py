@@ -58,6 +58,7 @@ class PairSummary:
     summary: str  # at most SUMMARY_MAX_CHARS
     score: int
     timestamp: str
+    outline: str | None = None  # a file read's definitions by line ("" for a read that defines nothing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +72,7 @@ class OffloadEntry:
     timestamp: str
     result_ref: str  # read back in full with the read-ref route
     node_id: str | None = None
+    outline: str | None = None  # a file read's definitions by line; None: not made (a pair summarised before)
 
 
 @dataclass(frozen=True, slots=True)

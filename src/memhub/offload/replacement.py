@@ -36,13 +36,19 @@ def replacement_text(entry: OffloadEntry, result: str | None = None) -> str:
         return result
     name, params = parse_call(entry.tool_call)
     shape = ""
-    if result and classify(name, params) == "read":
-        lines = _outline(result)
+    if classify(name, params) == "read":
+        # Made by the summary stage; a pair summarised before it made them gets its outline here, once.
+        lines = entry.outline if entry.outline is not None else _outline(result) if result else ""
         shape = f"; outline (line name): {lines}" if lines else ""
     return (
         f"{STAND_IN_MARK} {name[:TOOL_NAME_MAX_CHARS]} → {entry.summary}{shape} "
         f"(full result: {entry.result_ref}; read it with the {READ_TOOL} tool)"
     )
+
+
+def file_outline(tool_name: str, params: object, result: str) -> str | None:
+    """What a stand-in lists of a file read's result (None for a call that reads no file)."""
+    return outline(result, OUTLINE_MAX_CHARS) if classify(tool_name, params) == "read" else None
 
 
 def _outline(result: str) -> str:

@@ -30,6 +30,7 @@ from memhub.model.offload import (
 from memhub.model.pipeline import Job
 from memhub.offload.compact import CompactConfig, Compaction, compact
 from memhub.offload.graph import digest, filename_for, finish_graph, pause_graph
+from memhub.offload.replacement import file_outline
 from memhub.offload.results import result_text
 from memhub.offload.stages import OffloadStages
 from memhub.offload.tokens import count_tokens, truncate_tokens
@@ -197,6 +198,14 @@ class OffloadService:
         session = OffloadSession.from_job_scope(job.scope)
         pending = self.store.offload.pending_pairs(session, self.triggers.max_pairs_per_job)
         summaries = self.stages.summarizer.summarize([p.pair for p in pending], ()) if pending else []
+        # A file read's outline goes into its stand-in at every compaction: made once here, off the request path.
+        pairs = {p.pair.tool_call_id: p.pair for p in pending}
+        summaries = [
+            replace(s, outline=file_outline(pair.tool_name, pair.params, result_text(pair.result)))
+            if (pair := pairs.get(s.tool_call_id)) is not None
+            else s
+            for s in summaries
+        ]
         self.store.offload.commit_summaries(job, owner, session, summaries, self.clock(), self.triggers)
 
     def run_tasks(self, job: Job, owner: str) -> None:

@@ -131,13 +131,24 @@ class ProxyOffloader:
         except Exception:
             log.warning("offload for session %s failed; the turn goes uncompacted", identity.session_id, exc_info=True)
             return self._failed(identity, on, "error")
-        return OffloadOutcome(True, messages, status, self.tools_block(identity))
+        block = self._block(identity)
+        if block is None and messages is not None:
+            return OffloadOutcome(True, None, "error")  # no way back to a result: nothing is taken out
+        return OffloadOutcome(True, messages, status, block)
 
     def _failed(self, identity: ProxyIdentity, on: bool | None, status: str) -> OffloadOutcome:
         """The caller's messages as sent; the read tool still offered when offload is on (the system prompt must
         not change with one turn's failure), and when the switch itself could not be read, the server's default."""
         on = self.config.enabled if on is None else on
-        return OffloadOutcome(on, None, status, self.tools_block(identity) if on else None)
+        return OffloadOutcome(on, None, status, self._block(identity) if on else None)
+
+    def _block(self, identity: ProxyIdentity) -> Block | None:
+        """The read tool's block; None (logged) when it cannot be made, and then no stand-in is sent either."""
+        try:
+            return self.tools_block(identity)
+        except Exception:
+            log.warning("offload read tool for session %s not rendered", identity.session_id, exc_info=True)
+            return None
 
     def window(self, model: object, headers: Mapping[str, str]) -> int:
         """The context window of the model a request names (memhub.proxy.offload.windows)."""

@@ -67,6 +67,10 @@ def _pair(row: sqlite3.Row) -> StoredPair:
     return StoredPair(row["seq"], pair, row["ref"], row["prompt_seq"], row["created_ms"])
 
 
+# An entry without its result: a compaction reads every entry of the session, never the results themselves.
+_ENTRY_COLUMNS = "tool_call_id, tool_call, summary, score, timestamp, ref, node_id, outline"
+
+
 def _entry(row: sqlite3.Row) -> OffloadEntry:
     return OffloadEntry(
         tool_call_id=row["tool_call_id"],
@@ -76,6 +80,7 @@ def _entry(row: sqlite3.Row) -> OffloadEntry:
         timestamp=row["timestamp"],
         result_ref=row["ref"],
         node_id=row["node_id"],
+        outline=row["outline"],
     )
 
 
@@ -221,9 +226,9 @@ class SQLiteOffloadStore(OffloadStore):
             _finish(con, job, owner, now_ms)
             for s in summaries:
                 con.execute(
-                    f"UPDATE offload_pairs SET tool_call = ?, summary = ?, score = ?, summarized_ms = ? "
+                    f"UPDATE offload_pairs SET tool_call = ?, summary = ?, score = ?, outline = ?, summarized_ms = ? "
                     f"WHERE {_KEY} AND tool_call_id = ? AND summarized_ms IS NULL",
-                    (s.tool_call, s.summary, s.score, now_ms, *key, s.tool_call_id),
+                    (s.tool_call, s.summary, s.score, s.outline, now_ms, *key, s.tool_call_id),
                 )
             # Pairs ingested while this job ran wait as ingest would have them wait.
             self._summary_due(con, session, now_ms, triggers)
@@ -330,7 +335,8 @@ class SQLiteOffloadStore(OffloadStore):
     # -- reads -----------------------------------------------------------------------------------
     def entries(self, session: OffloadSession) -> list[OffloadEntry]:
         rows = self.store._reader().execute(
-            f"SELECT * FROM offload_pairs WHERE {_KEY} AND summarized_ms IS NOT NULL ORDER BY seq", _key(session)
+            f"SELECT {_ENTRY_COLUMNS} FROM offload_pairs WHERE {_KEY} AND summarized_ms IS NOT NULL ORDER BY seq",
+            _key(session),
         )
         return [_entry(r) for r in rows]
 

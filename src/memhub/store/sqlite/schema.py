@@ -277,4 +277,8 @@ MIGRATIONS: list[Migration] = [
         PRIMARY KEY (service_id, team_id, agent_id, user_id, session_id, filename)
     ) WITHOUT ROWID;
     """,
+    # Migration 17: a file read's outline, made once by the summary stage instead of at every compaction.
+    """
+    ALTER TABLE offload_pairs ADD COLUMN outline TEXT;
+    """,
 ]
