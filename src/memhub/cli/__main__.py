@@ -1,5 +1,5 @@
 """`python -m memhub.cli`: the `memhub` command."""
 
-from memhub.cli.app import app
+from memhub.cli.entry import main
 
-app()
+main()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -153,16 +152,9 @@ def hooks_run(
     user_id: UserId = None,
 ) -> None:
     """Run one Claude Code hook: its JSON on stdin; always exits 0, silent when memhub cannot help."""
-    from memhub.hooks.run import run
+    from memhub.hooks.run import run_stdio
 
-    conn = connection(url, key, user_key, service_id, team_id, agent_id, user_id)
-    try:
-        stdin = sys.stdin.read() if sys.stdin is not None else ""
-    except (OSError, ValueError):
-        stdin = ""
-    out = run(event, stdin, conn, deadline=deadline)
-    if out:
-        sys.stdout.write(out + "\n")
+    run_stdio(event, connection(url, key, user_key, service_id, team_id, agent_id, user_id), deadline=deadline)
 
 
 @hooks_app.command("install")

@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import re
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -77,6 +78,18 @@ def run(
     except Exception as exc:  # the agent must never be blocked by a memory hook
         log.warning("%s: %s", event, _describe(exc))
     return ""
+
+
+def run_stdio(event: str, connection: Connection | None = None, *, deadline: float | None = None) -> None:
+    """Run one event as Claude Code starts it: its JSON on stdin, the connection from the environment unless given,
+    what the agent should see on stdout."""
+    try:
+        stdin = sys.stdin.read() if sys.stdin is not None else ""
+    except (OSError, ValueError):
+        stdin = ""
+    out = run(event, stdin, connection or Connection.from_env(), deadline=deadline)
+    if out:
+        sys.stdout.write(out + "\n")
 
 
 def _describe(exc: BaseException) -> str:

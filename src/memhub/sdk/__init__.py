@@ -14,11 +14,16 @@ before sending, `TDAMError` for anything after (its `TransportError` subclass wh
 came). Depends on httpx and the standard library only, never on the memhub server.
 """
 
-from memhub.sdk._errors import ParamError, TDAMError, TransportError
-from memhub.sdk.knowledge import AsyncKnowledgeClient, KnowledgeClient
-from memhub.sdk.memory import AsyncMemoryClient, AtomicMemoryType, MemoryClient
-from memhub.sdk.metadata import AsyncMetadataClient, MetadataClient
-from memhub.sdk.skills import SKILL_ERROR_CODE, AsyncSkillClient, SkillClient, encode_base64, encode_utf8
+from typing import TYPE_CHECKING
+
+from memhub.sdk._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from memhub.sdk._errors import ParamError, TDAMError, TransportError
+    from memhub.sdk.knowledge import AsyncKnowledgeClient, KnowledgeClient
+    from memhub.sdk.memory import AsyncMemoryClient, AtomicMemoryType, MemoryClient
+    from memhub.sdk.metadata import AsyncMetadataClient, MetadataClient
+    from memhub.sdk.skills import SKILL_ERROR_CODE, AsyncSkillClient, SkillClient, encode_base64, encode_utf8
 
 __all__ = [
     "SKILL_ERROR_CODE",
@@ -37,3 +42,24 @@ __all__ = [
     "encode_base64",
     "encode_utf8",
 ]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "ParamError": "memhub.sdk._errors",
+        "TDAMError": "memhub.sdk._errors",
+        "TransportError": "memhub.sdk._errors",
+        "AsyncKnowledgeClient": "memhub.sdk.knowledge",
+        "KnowledgeClient": "memhub.sdk.knowledge",
+        "AsyncMemoryClient": "memhub.sdk.memory",
+        "AtomicMemoryType": "memhub.sdk.memory",
+        "MemoryClient": "memhub.sdk.memory",
+        "AsyncMetadataClient": "memhub.sdk.metadata",
+        "MetadataClient": "memhub.sdk.metadata",
+        "SKILL_ERROR_CODE": "memhub.sdk.skills",
+        "AsyncSkillClient": "memhub.sdk.skills",
+        "SkillClient": "memhub.sdk.skills",
+        "encode_base64": "memhub.sdk.skills",
+        "encode_utf8": "memhub.sdk.skills",
+    },
+)

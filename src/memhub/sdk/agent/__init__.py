@@ -13,13 +13,18 @@ agent.capture(history_after_turn)   # fire-and-forget
 ```
 """
 
-from memhub.formats.sanitize import sanitize_text, should_capture_l0, strip_code_blocks
-from memhub.sdk.agent.breaker import CircuitBreaker
-from memhub.sdk.agent.config import AgentConfig
-from memhub.sdk.agent.kit import MemoryAgent
-from memhub.sdk.agent.prompt import tools_guide
-from memhub.sdk.agent.recall import Recall
-from memhub.sdk.agent.tools import MEMORY_TOOLS, ToolDefinition
+from typing import TYPE_CHECKING
+
+from memhub.sdk._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from memhub.formats.sanitize import sanitize_text, should_capture_l0, strip_code_blocks
+    from memhub.sdk.agent.breaker import CircuitBreaker
+    from memhub.sdk.agent.config import AgentConfig
+    from memhub.sdk.agent.kit import MemoryAgent
+    from memhub.sdk.agent.prompt import tools_guide
+    from memhub.sdk.agent.recall import Recall
+    from memhub.sdk.agent.tools import MEMORY_TOOLS, ToolDefinition
 
 __all__ = [
     "MEMORY_TOOLS",
@@ -33,3 +38,19 @@ __all__ = [
     "strip_code_blocks",
     "tools_guide",
 ]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "sanitize_text": "memhub.formats.sanitize",
+        "should_capture_l0": "memhub.formats.sanitize",
+        "strip_code_blocks": "memhub.formats.sanitize",
+        "CircuitBreaker": "memhub.sdk.agent.breaker",
+        "AgentConfig": "memhub.sdk.agent.config",
+        "MemoryAgent": "memhub.sdk.agent.kit",
+        "tools_guide": "memhub.sdk.agent.prompt",
+        "Recall": "memhub.sdk.agent.recall",
+        "MEMORY_TOOLS": "memhub.sdk.agent.tools",
+        "ToolDefinition": "memhub.sdk.agent.tools",
+    },
+)
