@@ -19,6 +19,13 @@ is two ids); ids that name no turn are dropped, and questions left without evide
     python bench/locomo.py --provider none            # BM25 only
     python bench/locomo.py --model use-m3             # the other local model
     python bench/locomo.py --conversations 2          # a quick partial run
+    python bench/locomo.py --data-dir /tmp/mh-locomo  # keep the ingested, embedded data and reuse it next time
+    python bench/locomo.py --wrap 300                 # each question at the end of a 300-word prompt
+
+`--wrap N` asks every question as an agent would pass its user's whole message: N words of another
+conversation's turns (pasted context, off-topic for this one) with the question at the end (or, with
+`--wrap-position start`, at the start). It measures what query focusing keeps of a question that is
+only part of the query. `--env KEY=VALUE` passes a setting to the server (for ablations).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import json
 import math
 import platform
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -46,6 +54,7 @@ KS = (1, 5, 10, 20)
 SEARCH_LIMIT = 50
 BATCH = 100
 MUST = {"all": 0.70, 1: 0.45}
+MAX_QUERY_CHARS = 2_048  # the gateway's limit on a query
 
 
 def session_date(text: str) -> str:
@@ -118,8 +127,27 @@ def score(ranked: list[str], evidence: set[str]) -> dict[str, float]:
     return metrics
 
 
-def evaluate(http: Any, sample: dict[str, Any], per_category: dict[Any, list[dict[str, float]]]) -> list[float]:
-    """Run every question of categories 1–4; returns the search latencies in seconds."""
+def filler_words(samples: list[dict[str, Any]], index: int) -> list[str]:
+    """The words of another conversation's turns (the next one round the list), as pasted context."""
+    other = samples[(index + 1) % len(samples)]["conversation"] if len(samples) > 1 else {}
+    return [w for _, _, turns in sessions(other) for t in turns for w in t["text"].split()]
+
+
+def wrapped(question: str, filler: list[str], start: int, words: int, position: str) -> str:
+    """The question with `words` words of filler before it (or after it), within the gateway's query limit."""
+    context = " ".join(filler[start : start + words]) if filler else ""
+    room = MAX_QUERY_CHARS - len(question) - 2
+    context = context[:room]
+    return f"{question} {context}" if position == "start" else f"{context} {question}"
+
+
+def evaluate(
+    http: Any,
+    sample: dict[str, Any],
+    per_category: dict[Any, list[dict[str, float]]],
+    wrap: tuple[list[str], int, str] | None = None,
+) -> list[float]:
+    """Run every question of categories 1–4 (wrapped in a prompt if asked); returns the latencies in seconds."""
     turns = {t["dia_id"] for _, _, ts in sessions(sample["conversation"]) for t in ts}
     latencies: list[float] = []
     for question in sample["qa"]:
@@ -128,7 +156,11 @@ def evaluate(http: Any, sample: dict[str, Any], per_category: dict[Any, list[dic
         evidence = {e for e in evidence_ids(question["evidence"]) if e in turns}
         if not evidence:
             continue
-        body = {"user_id": sample["sample_id"], "query": question["question"], "limit": SEARCH_LIMIT}
+        query = question["question"]
+        if wrap is not None:
+            filler, words, position = wrap
+            query = wrapped(query, filler, (len(latencies) * 37) % max(len(filler) - words, 1), words, position)
+        body = {"user_id": sample["sample_id"], "query": query, "limit": SEARCH_LIMIT}
         started = time.perf_counter()
         response = http.post("/v3/conversation/search", json=body)
         latencies.append(time.perf_counter() - started)
@@ -173,25 +205,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=3600, help="seconds to wait for the embedding backlog")
     parser.add_argument("--python", default=sys.executable, help="interpreter that runs `memhub serve`")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--data-dir", type=Path, help="keep the ingested data here and reuse it when it matches")
+    parser.add_argument("--wrap", type=int, default=0, help="ask each question inside a prompt of N more words")
+    parser.add_argument("--wrap-position", choices=("end", "start"), default="end", help="where the question stands")
+    parser.add_argument("--env", action="append", default=[], help="KEY=VALUE setting for the server (repeatable)")
     args = parser.parse_args(argv)
 
     samples = json.loads(args.data.read_text())[: args.conversations]
     env = {"MEMHUB_EMBEDDING_PROVIDER": args.provider, "MEMHUB_EMBEDDING_THREADS": str(args.threads)}
     if args.model:
         env["MEMHUB_EMBEDDING_MODEL"] = args.model
+    env.update(dict(item.split("=", 1) for item in args.env))
     per_category: dict[Any, list[dict[str, float]]] = defaultdict(list)
-    with (
-        tempfile.TemporaryDirectory(prefix="memhub-locomo-") as tmp,
-        running_server(Path(tmp) / "data", args.python, env) as server,
-        client(server) as http,
-    ):
-        started = time.monotonic()
-        turns = sum(ingest(http, sample) for sample in samples)
-        add_s = time.monotonic() - started
-        wait_s, health = wait_for_backlog(http, args.timeout)
-        latencies: list[float] = []
-        for sample in samples:
-            latencies += evaluate(http, sample, per_category)
+    with tempfile.TemporaryDirectory(prefix="memhub-locomo-") as tmp:
+        root = args.data_dir or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        manifest = root / "locomo-manifest.json"
+        wanted = {"conversations": len(samples), "provider": args.provider, "model": args.model}
+        reuse = manifest.exists() and json.loads(manifest.read_text()) == wanted
+        if not reuse:
+            shutil.rmtree(root / "data", ignore_errors=True)
+        with running_server(root / "data", args.python, env) as server, client(server) as http:
+            started = time.monotonic()
+            turns = 0 if reuse else sum(ingest(http, sample) for sample in samples)
+            add_s = time.monotonic() - started
+            wait_s, health = wait_for_backlog(http, args.timeout)
+            manifest.write_text(json.dumps(wanted))
+            if reuse:
+                turns = sum(len(ts) for s in samples for _, _, ts in sessions(s["conversation"]))
+                print(f"reusing the data in {root} ({turns} turns)")
+            latencies: list[float] = []
+            for index, sample in enumerate(samples):
+                wrap = (filler_words(samples, index), args.wrap, args.wrap_position) if args.wrap else None
+                latencies += evaluate(http, sample, per_category, wrap)
 
     summary = summarise(per_category)
     strategies = {k.split(":", 1)[1]: len(v) for k, v in per_category.items() if str(k).startswith("strategy:")}
@@ -212,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         "turns": turns,
         "provider": args.provider,
         "model": health["embedding"].get("model"),
+        "wrap": {"words": args.wrap, "position": args.wrap_position} if args.wrap else None,
+        "env": args.env,
         "search_limit": SEARCH_LIMIT,
         "ingest_add_s": round(add_s, 2),
         "ingest_embedding_wait_s": round(wait_s, 2),

@@ -80,8 +80,15 @@ from memhub.store.sqlite.store import EXACT_VECTOR_LIMIT
 
 DEFAULT_OUT = HERE / "results" / "search.json"
 MODEL = EmbeddingModel("local:multilingual-e5-small-q4", 384)
-E5 = {"MEMHUB_EMBEDDING_PROVIDER": "local", "MEMHUB_EMBEDDING_MODEL": "e5-small", "MEMHUB_LOG_LEVEL": "info"}
-BM25_ONLY = {"MEMHUB_EMBEDDING_PROVIDER": "none"}
+# The pipeline stays off: it would turn the loaded messages into new L1 memories under the benchmark's feet.
+NO_PIPELINE = {"MEMHUB_PIPELINE_ENABLED": "false"}
+E5 = {
+    "MEMHUB_EMBEDDING_PROVIDER": "local",
+    "MEMHUB_EMBEDDING_MODEL": "e5-small",
+    "MEMHUB_LOG_LEVEL": "info",
+    **NO_PIPELINE,
+}
+BM25_ONLY = {"MEMHUB_EMBEDDING_PROVIDER": "none", **NO_PIPELINE}
 TEAM, USER = "bench-team", "bench-user"
 SESSION_LEN = 200  # messages per session (one add_messages call)
 L1_BATCH = 2_000

@@ -81,6 +81,7 @@ def embedding_runtime(settings: Settings, store: MemoryStore) -> EmbeddingRuntim
         query_embedder=queries,
         batch_size=settings.embedding_batch_size,
         lexical_weight=settings.search_lexical_weight,
+        query_focus_tokens=settings.embedding_query_focus_tokens,
     )
 
 

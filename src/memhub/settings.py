@@ -98,6 +98,7 @@ class Settings(BaseSettings):
     )
     embedding_batch_size: int = Field(32, ge=1, le=2048, validation_alias=_names("MEMHUB_EMBEDDING_BATCH_SIZE"))
     embedding_threads: int = Field(1, ge=1, le=64, validation_alias=_names("MEMHUB_EMBEDDING_THREADS"))
+    embedding_query_threads: int = Field(1, ge=1, le=64, validation_alias=_names("MEMHUB_EMBEDDING_QUERY_THREADS"))
     # Text beyond this is not embedded (BM25 still indexes all of it). Default: 2,000 characters for
     # a local model (e5 reads 512 tokens; longer texts cost seconds each), 5,000 for a remote one.
     # BM25's share of the fused hybrid score; unset = the value tuned for the embedding model.
@@ -105,6 +106,11 @@ class Settings(BaseSettings):
         None, ge=0, le=1, validation_alias=_names("MEMHUB_SEARCH_LEXICAL_WEIGHT")
     )
     embedding_max_chars: int | None = Field(None, ge=100, validation_alias=_names("MEMHUB_EMBEDDING_MAX_CHARS"))
+    # A search query longer than a question (a whole prompt) is embedded from its likeliest ask, in at most this
+    # many estimated tokens; 0 embeds the head of any query instead (see memhub.retrieval.query_focus).
+    embedding_query_focus_tokens: int = Field(
+        24, ge=0, le=128, validation_alias=_names("MEMHUB_EMBEDDING_QUERY_FOCUS_TOKENS")
+    )
 
     # The memory pipeline (L0 → L1 → L2 → L3). Without an LLM it runs the offline rule-based extractor.
     pipeline_enabled: bool = Field(True, validation_alias=_names("MEMHUB_PIPELINE_ENABLED"))
@@ -462,5 +468,6 @@ class Settings(BaseSettings):
             timeout_ms=timeout or self.embedding_timeout_ms,
             batch_size=self.embedding_batch_size,
             threads=self.embedding_threads,
+            query_threads=self.embedding_query_threads,
             max_chars=max_chars,
         )

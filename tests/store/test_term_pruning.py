@@ -80,3 +80,37 @@ def test_bounded_scores_equal_fts5_bm25(store: SQLiteStore, monkeypatch: pytest.
 
 def test_varint_decoding_matches_sqlite_format() -> None:
     assert sqlite_fts._varints(bytes([0x03, 0x81, 0x00, 0x7F])) == [3, 128, 127]
+
+
+def test_a_prompt_with_more_terms_than_the_cap_is_searched_by_its_rarest(tmp_path: Path) -> None:
+    # Unbounded postings: only the term cap decides what is searched.
+    store = SQLiteStore(tmp_path / "cap")
+    try:
+        words = [f"common{i}" for i in range(sqlite_fts.MAX_QUERY_TERMS + 10)]
+        # Each filler word in three documents, each document in a session of its own (so no neighbouring turn
+        # lends it words); the wanted one has three terms found once: invoic, zx, 4471.
+        for n, word in enumerate(word for word in words for _ in range(3)):
+            store.add_messages(SCOPE, f"s{n}", [NewMessage(message_id(), "user", word, 1_000 + n, 1_000 + n)])
+        wanted = store.add_messages(
+            SCOPE, "rare", [NewMessage(message_id(), "user", "the invoice ZX-4471 was paid", 9_000, 9_000)]
+        )[0]
+        prompt = " ".join(words) + " what about invoice ZX-4471"
+        terms = query_terms(prompt)
+        assert len(set(terms.words)) > sqlite_fts.MAX_QUERY_TERMS
+        hits = store.search_messages(SCOPE, terms, MessageFilter(), 1_000)
+        assert hits[0][0].id == wanted[0]
+        # The three rare terms and the 29 filler words that fill the cap are matched; the other filler words not.
+        assert len(hits) == 1 + 3 * (sqlite_fts.MAX_QUERY_TERMS - 3)
+    finally:
+        store.close()
+
+
+def test_a_query_under_the_term_cap_matches_every_term(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "under")
+    try:
+        filler = _add(store, ["common0 common1 common2"])
+        rare = _add(store, ["invoice ZX-4471"])
+        hits = store.search_messages(SCOPE, query_terms("common0 common1 common2 invoice ZX-4471"), MessageFilter(), 5)
+        assert {m.id for m, _ in hits} == {*filler, *rare}
+    finally:
+        store.close()

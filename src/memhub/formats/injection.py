@@ -41,7 +41,19 @@ _INJECTION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
 )
 
 
+# Every pattern above contains one of these words, so a text with none of them cannot match any: recall checks
+# every candidate it returns, and one pass over this list costs a third of running all the patterns.
+_TRIGGER_WORDS = re.compile(
+    r"ignore|disregard|forget|override|you are now|system|developer|assistant|jailbreak|dan|do anything now"
+    r"|prompt|instructions|pretend|act as if you|do not follow|://"
+    r"|忽略|忘记|忘掉|无视|不要理会|不要遵守|你现在是|你是|扮演|假装|你的|系统提示|开发者模式|越狱",
+    re.IGNORECASE,
+)
+
+
 def looks_like_prompt_injection(text: str) -> bool:
     """True when text resembles an attempt to re-instruct the assistant (EN/ZH); only ever a flag."""
     normalized = re.sub(r"\s+", " ", text)
+    if _TRIGGER_WORDS.search(normalized) is None:
+        return False
     return any(p.search(normalized) for p in _INJECTION_PATTERNS)

@@ -26,15 +26,20 @@ from memhub.model import EmbeddingModel
 from memhub.model.query import QueryTerms
 from memhub.retrieval.embed import Embedder, EmbeddingError
 from memhub.retrieval.hybrid import Channels, R, RecordView, SearchOptions, SearchOutcome, hybrid_search
-from memhub.retrieval.packing import truncate_to_tokens
+from memhub.retrieval.packing import estimate_tokens, truncate_to_tokens
+from memhub.retrieval.query_focus import focus_query
 from memhub.store import MemoryStore
 from memhub.timeutil import now_ms
 
 log = logging.getLogger("memhub.embedding")
 
 QUERY_CACHE_SIZE = 1024
-# A query is embedded from its first ~128 tokens only: a 2,048-character Chinese query would
-# otherwise take e5 about 10 s, and the words that matter in a question come first.
+# A query embeds in time proportional to its tokens (e5: ~1 ms each on one core). One that reads like a question
+# (every LoCoMo question is under 40 estimated tokens) is embedded whole; a longer one is a prompt, embedded from
+# the sentences most likely to hold its ask (memhub.retrieval.query_focus) within the focus cap, so a 300-word
+# prompt costs about what a question does. With focusing off, a query is embedded from its first 128 tokens.
+QUERY_WHOLE_TOKENS = 40
+QUERY_FOCUS_TOKENS = 24
 QUERY_MAX_TOKENS = 128
 QUERY_COOL_DOWN_S = 10.0  # after a failed query embedding, searches skip the provider this long
 MAX_BACKOFF_S = 30.0
@@ -78,6 +83,7 @@ class EmbeddingRuntime:
         batch_size: int = 32,
         idle_poll_s: float = 0.25,
         lexical_weight: float | None = None,
+        query_focus_tokens: int = QUERY_FOCUS_TOKENS,
     ) -> None:
         self.store = store
         self.lexical_weight_override = lexical_weight
@@ -86,6 +92,7 @@ class EmbeddingRuntime:
         self.provider = provider if embedder is not None else "none"
         self.batch_size = batch_size
         self.idle_poll_s = idle_poll_s
+        self.query_focus_tokens = query_focus_tokens
         self._ready = False
         self._state = "off" if embedder is None else "starting"
         self._last_error: str | None = None
@@ -240,7 +247,7 @@ class EmbeddingRuntime:
         if time.monotonic() < self._query_down_until:
             raise EmbeddingError("the embedding provider failed recently; cooling down")
         try:
-            vector = self.query_embedder.embed_query(truncate_to_tokens(text, QUERY_MAX_TOKENS))
+            vector = self.query_embedder.embed_query(self.query_text(text))
         except EmbeddingError:
             self._query_down_until = time.monotonic() + QUERY_COOL_DOWN_S
             raise
@@ -249,6 +256,14 @@ class EmbeddingRuntime:
             if len(self._cache) > QUERY_CACHE_SIZE:
                 self._cache.popitem(last=False)
         return vector
+
+    def query_text(self, text: str) -> str:
+        """What of a search query is embedded: all of a question, the likeliest ask of a long prompt."""
+        if not self.query_focus_tokens:
+            return truncate_to_tokens(text, QUERY_MAX_TOKENS)
+        if estimate_tokens(text) <= QUERY_WHOLE_TOKENS:
+            return text
+        return focus_query(text, self.query_focus_tokens)
 
     def warm_up(self) -> None:
         """Load the query model now, so the first search does not pay for it (failures only logged)."""

@@ -48,7 +48,8 @@ class EmbeddingConfig:
     timeout_ms: int = 10_000
     batch_size: int = 64  # texts per provider call
     max_chars: int = 5_000  # truncate each input (the original truncates at 5000)
-    threads: int = 1  # local CPU threads per model instance
+    threads: int = 1  # local CPU threads of the model instance that embeds records
+    query_threads: int = 1  # local CPU threads of the model instance that embeds search queries
 
 
 def validate_common(config: EmbeddingConfig) -> None:
@@ -59,6 +60,8 @@ def validate_common(config: EmbeddingConfig) -> None:
         raise ValueError(f"embedding max_chars must be >= 1, got {config.max_chars}")
     if config.threads < 1:
         raise ValueError(f"embedding threads must be >= 1, got {config.threads}")
+    if config.query_threads < 1:
+        raise ValueError(f"embedding query_threads must be >= 1, got {config.query_threads}")
     if config.timeout_ms < 1:
         raise ValueError(f"embedding timeout_ms must be >= 1, got {config.timeout_ms}")
     if config.dimensions is not None and config.dimensions < 1:

@@ -251,7 +251,7 @@ class LocalEmbedder(Embedder):
         # Queries always run on one thread: a single short text gains little from a second one, and
         # on a busy 2-core box OpenMP threads spinning against each other took e5 from 24 ms to 61 ms
         # (p50) and 168 ms (p90). `threads` speeds up the background document batches only.
-        self._query_slot = _ModelSlot(lambda: engine(info, 1), f"local model {name!r} (queries)")
+        self._query_slot = _ModelSlot(lambda: engine(info, config.query_threads), f"local model {name!r} (queries)")
         self._doc_slot = _ModelSlot(lambda: engine(info, config.threads), f"local model {name!r} (documents)")
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:

@@ -18,7 +18,8 @@ and scores the candidates in Python with exactly FTS5's bm25 (same N, average le
 column weights), so scores agree with the unbounded path and a document holding every query term
 is never lost behind the cut. If even the rarest term is over the budget, source 1 ranks only that
 term's newest postings (FTS5 walks postings in rowid order cheaply; a rowid floor then bounds the
-ranked set), so latency stays flat however large a scope grows.
+ranked set), so latency stays flat however large a scope grows. A query of more than MAX_QUERY_TERMS distinct
+terms (a whole prompt) is searched by its rarest ones, so a long prompt costs about what a question does.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ from memhub.index.tokenize import IndexText, fts_or
 from memhub.model.query import QueryTerms
 
 POSTING_BUDGET = 4_000
+# A query with more distinct terms than this (a whole prompt used as the query) is searched by its rarest ones:
+# common words add little to BM25 and each one costs postings and scoring work.
+MAX_QUERY_TERMS = 32
 CANDIDATE_FACTOR = 2
 MIN_CANDIDATES = 64
 _K1, _B = 1.2, 0.75  # FTS5's bm25() constants
@@ -165,7 +169,7 @@ class FtsIndex:
             return []
         prefix = owner_prefix(scope_key)
         df = self._document_frequencies(con, prefix, terms)
-        present = sorted(df, key=df.__getitem__)  # rarest first; absent terms cannot match
+        present = _rarest_terms(sorted(df, key=df.__getitem__))  # rarest first; absent terms cannot match
         if not present:
             return []
         if sum(df.values()) <= POSTING_BUDGET:
@@ -294,6 +298,15 @@ class FtsIndex:
                     score += idf[(col, term)] * freq * (_K1 + 1) / (freq + norm)
             scores[rowid] = -score
         return scores
+
+
+def _rarest_terms(present: list[Term]) -> list[Term]:
+    """The (column, term) pairs of the MAX_QUERY_TERMS rarest distinct terms, rarest first."""
+    distinct = list(dict.fromkeys(term for _, term in present))
+    if len(distinct) <= MAX_QUERY_TERMS:
+        return present
+    kept = set(distinct[:MAX_QUERY_TERMS])
+    return [pair for pair in present if pair[1] in kept]
 
 
 def _whole_tokens(column: str, needle: str) -> int:
