@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from common import HERE, Latency, Server, client, running_server, write_result
 from gateway import TextGen
-from search import E5, DataSpec, ScopeSpec, _scope_body, load
+from memhub.store.sqlite.store import EXACT_VECTOR_LIMIT
+from search import E5, DataSpec, GraphWatch, ScopeSpec, _scope_body, load
 
 DEFAULT_OUT = HERE / "results" / "prompt_length.json"
 PROMPT_WORDS = 300
@@ -66,7 +67,8 @@ def timed(http: Any, path: str, body: dict[str, Any]) -> float:
     return elapsed
 
 
-def run_setting(server: Server, scope: str, short: list[str], long: list[str]) -> dict[str, Latency]:
+def run_setting(server: Server, scope: str, records: int, short: list[str], long: list[str]) -> dict[str, Latency]:
+    """The floor, then searches and recalls of both kinds; warm (HNSW graphs built above the exact limit)."""
     body = _scope_body(scope)
     out: dict[str, list[float]] = {
         k: [] for k in ("floor", "search short", "search long", "recall short", "recall long")
@@ -75,6 +77,8 @@ def run_setting(server: Server, scope: str, short: list[str], long: list[str]) -
         for _ in range(20):  # warm the connection, the model and the scope's index
             timed(http, "/v3/conversation/search", {**body, "query": "warm up", "limit": 5})
             timed(http, "/v3/atomic/search", {**body, "query": "warm up", "limit": 5})
+        if records > EXACT_VECTOR_LIMIT and not GraphWatch(server).wait(2, timeout=900):
+            raise RuntimeError("the scope's HNSW graphs were not built within 900 s")
         for _ in range(len(short)):
             out["floor"].append(timed(http, "/v3/conversation/count", body))
         half = len(short) // 2
@@ -140,12 +144,12 @@ def main(argv: list[str] | None = None) -> int:
                 long = [prompt(gen, q) for q in questions(gen, args.queries)]
                 env = {
                     **E5,
-                    "MEMHUB_LOG_LEVEL": "warning",
+                    "MEMHUB_LOG_LEVEL": "info",  # the "vector graph built" lines
                     "MEMHUB_EMBEDDING_QUERY_FOCUS_TOKENS": str(focus),
                     "MEMHUB_EMBEDDING_QUERY_THREADS": str(threads),
                 }
                 with running_server(data_dir, args.python, env) as server:
-                    results[label] = run_setting(server, "one", short, long)
+                    results[label] = run_setting(server, "one", args.records, short, long)
                 load_avg[label] = round(os.getloadavg()[0], 2)
                 print(f"{label}: done (load {load_avg[label]})", file=sys.stderr, flush=True)
     table = markdown(results)

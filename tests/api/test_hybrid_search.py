@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from memhub.memory.embedding import QUERY_MAX_TOKENS
+from memhub.memory.embedding import QUERY_FOCUS_TOKENS, QUERY_MAX_TOKENS
 from tests.conftest import SERVICE, Gateway, build_gateway
 from tests.retrieval.fake_openai import FakeOpenAI
 
@@ -209,10 +209,14 @@ def test_query_length_limit_is_2048_code_points(corpus: tuple[Scope, Scope]) -> 
         assert envelope["message"].startswith("query: "), envelope
 
 
-def test_a_long_query_is_cut_before_it_is_embedded(tmp_path: Path) -> None:
-    # A query's embedding cost grows with its length (seconds for a long one with the local model): only its
-    # first QUERY_MAX_TOKENS tokens are embedded, while BM25 still reads all of it. Checked on what the
-    # provider received, not on how long the search took on this machine.
+@pytest.mark.parametrize(
+    ("focus_tokens", "embedded_chars"), [(QUERY_FOCUS_TOKENS, QUERY_FOCUS_TOKENS), (0, QUERY_MAX_TOKENS)]
+)
+def test_a_long_query_is_cut_before_it_is_embedded(tmp_path: Path, focus_tokens: int, embedded_chars: int) -> None:
+    # A query's embedding cost grows with its length (seconds for a long one with the local model): a long
+    # prompt is embedded from its likeliest ask within the focus cap (one unbroken run of text keeps its tail),
+    # or, with focus off, from its first QUERY_MAX_TOKENS tokens; BM25 still reads the prompt. Checked on what
+    # the provider received, not on how long the search took on this machine.
     with FakeOpenAI() as fake:
         gw = build_gateway(
             tmp_path / "data",
@@ -222,6 +226,7 @@ def test_a_long_query_is_cut_before_it_is_embedded(tmp_path: Path) -> None:
             embedding_model="fake-embed",
             embedding_dimensions=64,
             embedding_query_timeout_ms=30_000,
+            embedding_query_focus_tokens=focus_tokens,
         )
         try:
             scope = new_scope(gw, "long-query")
@@ -231,7 +236,7 @@ def test_a_long_query_is_cut_before_it_is_embedded(tmp_path: Path) -> None:
             hits, strategy = scope.search("记" * 600)
             assert hits and strategy == "hybrid"
             (query,) = [r.inputs for r in fake.requests[embedded:]]
-            assert query == ["记" * QUERY_MAX_TOKENS]
+            assert query == ["记" * embedded_chars]
         finally:
             gw.close()
 
