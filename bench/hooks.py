@@ -1,6 +1,9 @@
 """What a Claude Code hook costs the agent: wall time of `memhub hooks run <event>` from spawn to exit, as Claude Code
 runs it (a new process per event, the hook JSON on stdin), with the gateway up and with it down.
 
+The command is the one `memhub hooks install` writes into Claude Code's settings (the `memhub` console script of
+this environment, `memhub.cli.entry:main`), run through a shell as Claude Code runs hook commands.
+
 Gateway up: a real `memhub serve` (BM25 search, no pipeline) holding a persona and a few hundred memories; the
 transcript gets one new turn before each `stop`, so every capture sends something. Gateway down: nothing listens at
 the URL; every hook must still exit 0, print nothing and come back quickly (the agent waits for it).
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -24,6 +28,15 @@ from common import HOST, SERVICE, Latency, client, free_port, running_server, se
 
 REPO = Path(__file__).resolve().parents[1]
 SESSION = "bench-session-0001"
+
+
+def hook_command(event: str) -> str:
+    """The hook's command line as `memhub hooks install` writes it, with this environment's `memhub` script (the one
+    `install` picks when `memhub` is not on PATH; on PATH it is the same script)."""
+    script = Path(sys.executable).parent / "memhub"
+    if not script.is_file():
+        raise SystemExit(f"{script} not found: install memhub into this environment (pip install -e .)")
+    return shlex.join([str(script), "hooks", "run", event])
 
 
 def seed(http: Any, memories: int) -> dict[str, str]:
@@ -53,7 +66,8 @@ def run_hook(event: str, payload: dict[str, Any], env: dict[str, str]) -> float:
     """Seconds from spawn to exit of one hook; it must exit 0 (and print only the hook's JSON, if anything)."""
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "memhub.cli", "hooks", "run", event],
+        hook_command(event),
+        shell=True,
         input=json.dumps(payload),
         env=env,
         cwd=REPO,
@@ -122,7 +136,9 @@ def main() -> None:
             lat = Latency.of(seconds)
             rows.append({"gateway": state, "event": event, "latency": lat.__dict__})
             print(f"| {state} | {event} | {lat.p50_ms:.0f} ms | {lat.p95_ms:.0f} ms | {lat.max_ms:.0f} ms |")
-    write_result(args.out, {"runs": args.runs, "memories": args.memories, "results": rows})
+    load = os.getloadavg()[0]
+    print(f"\nload average (1 min) at the end: {load:.2f} on {os.cpu_count()} cores")
+    write_result(args.out, {"runs": args.runs, "memories": args.memories, "load_1min": load, "results": rows})
 
 
 if __name__ == "__main__":

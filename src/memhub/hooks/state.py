@@ -30,6 +30,8 @@ LOG_MAX_BYTES = 1024 * 1024
 # How long the ids a user key implies are reused: a hook runs at every prompt and every turn, and reading them costs
 # three requests; a team or agent changed on the gateway is picked up within this time.
 IDENTITY_TTL_SECONDS = 600.0
+# The attribute marking the handlers hook_logger added (with the log file they write to).
+_LOG_PATH = "memhub_hooks_log"
 
 
 def state_dir(environ: dict[str, str] | None = None) -> Path:
@@ -40,20 +42,31 @@ def state_dir(environ: dict[str, str] | None = None) -> Path:
 
 
 def hook_logger(directory: Path) -> logging.Logger:
-    """A logger writing to `<dir>/hooks.log` (rotated at 1 MiB), never to stdout or stderr."""
+    """A logger writing to `<dir>/hooks.log` (rotated at 1 MiB), never to stdout or stderr.
+
+    One process may run events for several state dirs (an embedding program, the tests): the log follows the
+    directory of the latest run instead of staying with the first.
+    """
     log = logging.getLogger("memhub.hooks")
     log.setLevel(logging.INFO)
     log.propagate = False
-    if not log.handlers:
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            handler: logging.Handler = logging.handlers.RotatingFileHandler(
-                directory / LOG_NAME, maxBytes=LOG_MAX_BYTES, backupCount=1, encoding="utf-8"
-            )
-        except OSError:
-            handler = logging.NullHandler()  # an unwritable state dir must not make the hook fail
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-        log.addHandler(handler)
+    path = str((directory / LOG_NAME).absolute())
+    ours = [h for h in log.handlers if getattr(h, _LOG_PATH, None) is not None]
+    if any(getattr(h, _LOG_PATH) == path for h in ours):
+        return log
+    for handler in ours:
+        log.removeHandler(handler)
+        handler.close()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.handlers.RotatingFileHandler(
+            path, maxBytes=LOG_MAX_BYTES, backupCount=1, encoding="utf-8"
+        )
+    except OSError:
+        handler = logging.NullHandler()  # an unwritable state dir must not make the hook fail
+    setattr(handler, _LOG_PATH, path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    log.addHandler(handler)
     return log
 
 

@@ -1,4 +1,5 @@
-"""The one request/response path every client shares: options, headers, sending, envelope decoding.
+"""The one request/response path every client shares: options, headers, sending, envelope decoding (the parts
+that need no HTTP library are in memhub.sdk._request).
 
 A client method describes its call as a `Request` (path + JSON body) and hands it to `_send`; the
 sync clients send through `SyncHttp`, the async ones through `AsyncHttp`, and both decode the answer
@@ -22,54 +23,15 @@ from typing import Any, Self, TypeVar
 
 import httpx
 
-from memhub.sdk._errors import ParamError, TDAMError, TransportError
+from memhub.sdk._errors import ParamError, TransportError
+from memhub.sdk._request import JsonObject, Request, decode_envelope, request_headers, transport_error
 
-JsonObject = dict[str, Any]
-ResultT = TypeVar("ResultT", JsonObject, Awaitable[JsonObject])
 ClassT = TypeVar("ClassT", bound=type)
 
-
-# The last segment of a route that only reads (`/v3/atomic/search`, `/v3/meta/team/get`, `/v3/skill/files/read` …).
-# Every other route may write (add, create, update, write, delete, clear, append, grant, publish, tools/call …).
-READ_VERBS = frozenset(
-    {
-        "get",
-        "get-by-name",
-        "list",
-        "list-accessible",
-        "list-with-detail",
-        "summary-by-agents",
-        "query",
-        "search",
-        "count",
-        "read",
-        "ls",
-        "recall",
-        "compose",
-        "tools-block",
-        "listing",
-        "export",
-        "check",
-        "verify",
-    }
-)
 # What a connection that dropped under a request raises: the server closed it (an idle keep-alive connection
 # reused just as the server timed it out), reset it, or it broke while the request was written. Timeouts are not
 # among them (the server may be busy with the request), nor a refused connection (nothing to reuse: no server).
 DROPPED_CONNECTION = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    """One gateway call: a POST of `body` as JSON to `path`."""
-
-    path: str
-    body: JsonObject
-
-    @property
-    def reads(self) -> bool:
-        """True for a call that only reads, so sending it twice is harmless."""
-        return self.path.rsplit("/", 1)[-1] in READ_VERBS
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,59 +70,17 @@ def options(
     # bool is an int; a timeout of True is a caller bug, not one second.
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         raise ParamError("timeout must be a positive number")
-    headers = {
-        "Authorization": f"Bearer {api_key}",
-        "x-tdai-service-id": service_id,
-        "Content-Type": "application/json",
-    }
-    if user_key:
-        headers["x-tdai-user-key"] = user_key
-    headers.update(extra_headers or {})
+    headers = request_headers(api_key, service_id, user_key=user_key, extra_headers=extra_headers)
     return Options(endpoint.strip().rstrip("/"), headers, float(timeout), verify)
 
 
 def decode_response(response: httpx.Response) -> JsonObject:
     """The envelope's `data` (an object; `null` → `{}`, plus `trace_id` from `x-trace-id`), else TDAMError."""
-    header_request_id = response.headers.get("x-qcloud-transaction-id") or response.headers.get("x-trace-id") or ""
-    try:
-        envelope = response.json()
-    except ValueError as exc:
-        message = response.text or f"HTTP {response.status_code} returned a non-JSON response"
-        raise TDAMError(response.status_code if response.is_error else -1, message, header_request_id) from exc
-    if not isinstance(envelope, dict):
-        raise TDAMError(-1, "API response must be a JSON object", header_request_id)
-
-    raw_code = envelope.get("code")
-    code = raw_code if isinstance(raw_code, int) and not isinstance(raw_code, bool) else None
-    if response.is_error or code:
-        # An error status keeps a meaningful envelope code; without one the status is the code.
-        effective = code or response.status_code
-        payload = envelope.get("data")
-        raise TDAMError(
-            effective,
-            str(envelope.get("message") or f"HTTP {response.status_code}"),
-            str(envelope.get("request_id") or header_request_id),
-            payload if isinstance(payload, dict) else None,
-        )
-    if code is None:
-        raise TDAMError(-1, "API response code must be an integer", header_request_id)
-
-    data = envelope.get("data")
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise TDAMError(-1, "API response data must be a JSON object", header_request_id)
-    trace_id = response.headers.get("x-trace-id")
-    if trace_id:
-        data["trace_id"] = trace_id
-    return data
+    return decode_envelope(response.status_code, response.headers.get, response.content, lambda: response.text)
 
 
 def _transport_error(exc: httpx.RequestError, request: Request) -> TransportError:
-    timeout = isinstance(exc, httpx.TimeoutException)
-    what = "timed out" if timeout else f"failed ({type(exc).__name__})"
-    detail = str(exc) or type(exc).__name__
-    return TransportError(f"POST {request.path} {what}: {detail}", timeout=timeout)
+    return transport_error(request, exc, timeout=isinstance(exc, httpx.TimeoutException))
 
 
 class SyncHttp:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from memhub.sdk._errors import ParamError, TDAMError
-from memhub.sdk._http import JsonObject
 from memhub.sdk._isolation import strip_none
+from memhub.sdk._request import JsonObject
 
 SKILL_ERROR_CODE: Final[dict[str, int]] = {
     # the original SDK's table

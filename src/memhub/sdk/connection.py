@@ -17,17 +17,22 @@ checked per user, so they need a user key (`--key` or `--user-key`).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from memhub.sdk._errors import ParamError, TDAMError
-from memhub.sdk.knowledge import AsyncKnowledgeClient
-from memhub.sdk.memory import AsyncMemoryClient
-from memhub.sdk.metadata import AsyncMetadataClient
-from memhub.sdk.skills import AsyncSkillClient
+from memhub.sdk._request import JsonObject, Request
+
+# The clients, and httpx under them, are imported by the methods that make one (the management calls by
+# `resolution`, which most connections never need): a Claude Code hook reads its connection from here and sends with
+# the standard library (memhub.hooks.wire), a new process per event that should import neither.
+if TYPE_CHECKING:
+    import httpx
+
+    from memhub.sdk.knowledge import AsyncKnowledgeClient
+    from memhub.sdk.memory import AsyncMemoryClient
+    from memhub.sdk.skills import AsyncSkillClient
 
 DEFAULT_URL = "http://127.0.0.1:8420"
 # A memhub user key starts with this; anything else given as the key is taken for the gateway key.
@@ -115,6 +120,8 @@ class Connection:
         self, *, session_id: str | None = None, transport: httpx.AsyncBaseTransport | None = None
     ) -> AsyncMemoryClient:
         """A data-plane client bound to the team, agent and user (call `require` first)."""
+        from memhub.sdk.memory import AsyncMemoryClient
+
         self.require()
         assert self.key and self.team_id and self.agent_id and self.user_id
         return AsyncMemoryClient(
@@ -132,6 +139,8 @@ class Connection:
 
     def skill_client(self, *, transport: httpx.AsyncBaseTransport | None = None) -> AsyncSkillClient:
         """A skills client whose calls default to the team, agent and user (call `require` first)."""
+        from memhub.sdk.skills import AsyncSkillClient
+
         self.require()
         return AsyncSkillClient(
             self.url,
@@ -147,6 +156,8 @@ class Connection:
 
     def knowledge_client(self, *, transport: httpx.AsyncBaseTransport | None = None) -> AsyncKnowledgeClient | None:
         """A knowledge-tools client, or None without a user key (knowledge access is checked per user)."""
+        from memhub.sdk.knowledge import AsyncKnowledgeClient
+
         personal = self.personal_key
         if personal is None or not self.key:
             return None
@@ -167,33 +178,56 @@ class Connection:
         only active agent. Ids already given are kept; an id that cannot be inferred stays None (see `require`).
         Raises TDAMError when the gateway refuses the key, TransportError when it cannot be reached.
         """
+        steps = self.resolution()
+        try:
+            request = next(steps)
+        except StopIteration as done:
+            return done.value  # nothing to ask
+        from memhub.sdk.metadata import AsyncMetadataClient
+
+        personal = self.personal_key
+        meta = AsyncMetadataClient(
+            self.url, self.key or "", self.service_id, user_key=personal, timeout=self.timeout, transport=transport
+        )
+        try:
+            while True:
+                answer = await meta._send(request)
+                try:
+                    request = steps.send(answer)
+                except StopIteration as done:
+                    return done.value
+        finally:
+            await meta.close()
+
+    def resolution(self) -> Generator[Request, JsonObject, Connection]:
+        """`resolve` as the requests it makes: each request yielded is to be sent with this connection's key and
+        tenant (and its user key), and its answer's data sent back in; what it returns is the resolved connection.
+        The async `resolve` sends them with the SDK; a Claude Code hook sends them with the standard library.
+        """
         personal = self.personal_key
         if personal is None or not self.key or not self.service_id:
             return self
         if self.team_id and self.agent_id and self.user_id:
             return self
-        meta = AsyncMetadataClient(
-            self.url, self.key, self.service_id, user_key=personal, timeout=self.timeout, transport=transport
-        )
-        try:
-            found: dict[str, str] = {}
-            if not self.user_id:
-                verified = await meta.verify_auth(personal)
-                user = (verified or {}).get("user") or {}
-                if not (verified or {}).get("valid") or not user.get("user_id"):
-                    raise TDAMError(401, "unauthorized: invalid_user_key")
-                found["user_id"] = str(user["user_id"])
-            team_id = self.team_id
-            if not team_id:
-                teams = _items(await meta.list_teams({"user_key": personal}))
-                if len(teams) == 1 and teams[0].get("team_id"):
-                    team_id = found["team_id"] = str(teams[0]["team_id"])
-            if team_id and not self.agent_id:
-                agents = _items(await meta.list_agents({"team_id": team_id, "status": "active"}))
-                if len(agents) == 1 and agents[0].get("agent_id"):
-                    found["agent_id"] = str(agents[0]["agent_id"])
-        finally:
-            await meta.close()
+        from memhub.sdk._metadata_calls import MetadataRequests
+
+        meta = MetadataRequests()
+        found: dict[str, str] = {}
+        if not self.user_id:
+            verified = yield meta.verify_auth(personal)
+            user = (verified or {}).get("user") or {}
+            if not (verified or {}).get("valid") or not user.get("user_id"):
+                raise TDAMError(401, "unauthorized: invalid_user_key")
+            found["user_id"] = str(user["user_id"])
+        team_id = self.team_id
+        if not team_id:
+            teams = _items((yield meta.list_teams({"user_key": personal})))
+            if len(teams) == 1 and teams[0].get("team_id"):
+                team_id = found["team_id"] = str(teams[0]["team_id"])
+        if team_id and not self.agent_id:
+            agents = _items((yield meta.list_agents({"team_id": team_id, "status": "active"})))
+            if len(agents) == 1 and agents[0].get("agent_id"):
+                found["agent_id"] = str(agents[0]["agent_id"])
         return replace(self, **found)
 
 

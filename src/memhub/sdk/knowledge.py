@@ -14,19 +14,9 @@ from typing import Any, Generic, Literal
 import httpx
 
 from memhub.sdk._errors import ParamError
-from memhub.sdk._http import (
-    AsyncClient,
-    AsyncHttp,
-    JsonObject,
-    Options,
-    Request,
-    ResultT,
-    SyncClient,
-    SyncHttp,
-    coroutine_calls,
-    options,
-)
+from memhub.sdk._http import AsyncClient, AsyncHttp, Options, SyncClient, SyncHttp, coroutine_calls, options
 from memhub.sdk._isolation import strip_none
+from memhub.sdk._request import JsonObject, Request, ResultT
 
 
 def _connect(

@@ -32,18 +32,9 @@ from typing import Any, Final, Generic, Self
 import httpx
 
 from memhub.sdk._errors import ParamError
-from memhub.sdk._http import (
-    AsyncClient,
-    AsyncHttp,
-    JsonObject,
-    Request,
-    ResultT,
-    SyncClient,
-    SyncHttp,
-    coroutine_calls,
-    options,
-)
+from memhub.sdk._http import AsyncClient, AsyncHttp, SyncClient, SyncHttp, coroutine_calls, options
 from memhub.sdk._isolation import strip_none
+from memhub.sdk._request import JsonObject, Request, ResultT
 from memhub.sdk._skill_parts import (
     SKILL_ERROR_CODE,
     Messages,
