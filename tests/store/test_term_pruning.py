@@ -114,3 +114,25 @@ def test_a_query_under_the_term_cap_matches_every_term(tmp_path: Path) -> None:
         assert {m.id for m, _ in hits} == {*filler, *rare}
     finally:
         store.close()
+
+
+def test_the_focus_terms_are_kept_although_more_common_than_the_rest(tmp_path: Path) -> None:
+    """A long query cut to its rarest terms keeps every term of its ask (the focus), however common: the rarest
+    filler words fill only what the focus leaves of the cap."""
+    store = SQLiteStore(tmp_path / "focus")
+    try:
+        words = [f"filler{i}" for i in range(sqlite_fts.MAX_QUERY_TERMS + 10)]
+        for n, word in enumerate(words):
+            store.add_messages(SCOPE, f"f{n}", [NewMessage(message_id(), "user", word, 1_000 + n, 1_000 + n)])
+        # "deploy" is in more documents than any filler word: the rarest-first cut alone would drop it.
+        for n in range(5):
+            store.add_messages(SCOPE, f"d{n}", [NewMessage(message_id(), "user", "deploy", 5_000 + n, 5_000 + n)])
+        prompt = " ".join(words) + " deploy"
+        plain = store.search_messages(SCOPE, query_terms(prompt), MessageFilter(), 1_000)
+        focused = store.search_messages(SCOPE, query_terms(prompt, focus="deploy"), MessageFilter(), 1_000)
+        assert not any(m.content == "deploy" for m, _ in plain)
+        assert sum(m.content == "deploy" for m, _ in focused) == 5
+        # The focus took one place of the cap: one filler word fewer is matched.
+        assert len(focused) == 5 + sqlite_fts.MAX_QUERY_TERMS - 1
+    finally:
+        store.close()

@@ -1,6 +1,7 @@
 """CJK-aware tokenization: segmentation, bigram fallback, stopwords."""
 
 from memhub.index.tokenize import MAX_QUERY_TERMS, cjk_bigrams, fts_or, index_text, query_terms
+from memhub.retrieval.query_focus import search_terms
 
 
 def test_english_words_are_folded_and_stemmed_without_bigrams() -> None:
@@ -42,3 +43,22 @@ def test_bigrams_and_or_expression() -> None:
     assert cjk_bigrams("火") == ["火"]
     assert cjk_bigrams("四川火锅") == ["四川", "川火", "火锅"]
     assert fts_or(("a", "b")) == '"a" OR "b"'
+
+
+def test_a_long_querys_focus_comes_first_and_is_marked() -> None:
+    """Past the cap a query keeps its first terms, so the ask at the end of a long prompt would be cut; its focus
+    is taken first instead, and marked for the store to keep."""
+    prompt = " ".join(f"word{i}" for i in range(MAX_QUERY_TERMS + 20)) + ". Where is the staging cluster?"
+    assert "cluster" not in query_terms(prompt).words
+    terms = query_terms(prompt, focus="Where is the staging cluster?")
+    assert terms.words[:2] == ("stage", "cluster")
+    assert len(terms.words) == MAX_QUERY_TERMS
+    assert terms.focus == {"stage", "cluster"}
+    assert query_terms("where is the staging cluster").focus == frozenset()
+
+
+def test_search_terms_focus_only_a_long_query() -> None:
+    question = "Where is the staging cluster?"
+    assert search_terms(question).focus == frozenset()
+    prompt = " ".join(f"word{i}" for i in range(MAX_QUERY_TERMS + 20)) + ". " + question
+    assert {"stage", "cluster"} <= search_terms(prompt).focus

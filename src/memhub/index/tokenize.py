@@ -180,13 +180,25 @@ def _unique(items: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))[:MAX_QUERY_TERMS]
 
 
-def query_terms(query: str) -> QueryTerms:
-    """Distinct terms of a query; stopwords are dropped unless nothing else would be left."""
+def query_terms(query: str, *, focus: str | None = None) -> QueryTerms:
+    """Distinct terms of a query; stopwords are dropped unless nothing else would be left.
+
+    A query of more than MAX_QUERY_TERMS distinct terms (a whole prompt) keeps its first ones, except that the
+    terms of `focus` (the part of it that carries the ask, wherever it stands) come first and are marked to be
+    kept: a question at the end of a long prompt is not cut off.
+    """
     words, grams = _split(query, drop_stopwords=True)
     if not words and not grams:
         words, grams = _split(query, drop_stopwords=False)
+    focus_words: list[str] = []
+    focus_grams: list[str] = []
+    if focus:
+        focus_words, focus_grams = _split(focus, drop_stopwords=True)
+        focus_grams = [g for g in focus_grams if len(g) == 2]
     # A single CJK character has no bigram of its own; it is looked up as a word only.
-    return QueryTerms(_unique(words), _unique([g for g in grams if len(g) == 2]))
+    kept_words = _unique(focus_words + words)
+    kept_grams = _unique(focus_grams + [g for g in grams if len(g) == 2])
+    return QueryTerms(kept_words, kept_grams, frozenset(focus_words + focus_grams) & {*kept_words, *kept_grams})
 
 
 def fts_or(terms: tuple[str, ...]) -> str:

@@ -10,11 +10,11 @@ import numpy as np
 
 from memhub.errors import NotFound
 from memhub.ids import atomic_id
-from memhub.index.tokenize import query_terms
 from memhub.memory.embedding import EmbeddingRuntime, search_with
 from memhub.model import AtomicFilter, AtomicRecord, AuditContext, NewAtomic
 from memhub.model.query import QueryTerms
 from memhub.retrieval.hybrid import RecordView, SearchOptions, SearchOutcome, priority_boost
+from memhub.retrieval.query_focus import search_terms
 from memhub.scope import Isolation, MemoryScope
 from memhub.store import MemoryStore
 from memhub.timeutil import now_ms
@@ -140,7 +140,7 @@ class AtomicService:
         self, iso: Isolation, query: str, flt: AtomicFilter, options: SearchOptions
     ) -> SearchOutcome[AtomicRecord]:
         """Hybrid search weighted by priority and heat; type and time filters apply before the top-k."""
-        terms = query_terms(query)
+        terms = search_terms(query)
         channels = _AtomicChannels(self.store, iso.memory, terms, flt)
         return search_with(self.embedding, query, terms, channels, ATOMIC_VIEW, options)
 

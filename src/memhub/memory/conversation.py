@@ -17,6 +17,7 @@ from memhub.memory.embedding import EmbeddingRuntime, search_with
 from memhub.model import MessageFilter, MessageRecord, NewMessage
 from memhub.model.query import QueryTerms
 from memhub.retrieval.hybrid import RecordView, SearchOptions, SearchOutcome
+from memhub.retrieval.query_focus import search_terms
 from memhub.retrieval.speakers import speaker_of
 from memhub.scope import Isolation, MemoryScope
 from memhub.store import MemoryStore
@@ -135,7 +136,7 @@ class ConversationService:
         self, iso: Isolation, query: str, flt: MessageFilter, options: SearchOptions
     ) -> SearchOutcome[MessageRecord]:
         """Hybrid search over the scope's messages; session and time filters apply before the top-k."""
-        terms = query_terms(query)
+        terms = search_terms(query)
         channels = _MessageChannels(self.store, iso.memory, terms, flt)
         return search_with(self.embedding, query, terms, channels, MESSAGE_VIEW, options)
 

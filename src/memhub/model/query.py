@@ -11,6 +11,9 @@ class QueryTerms:
 
     words: tuple[str, ...]
     grams: tuple[str, ...]
+    # Terms of the part of a long query most likely to hold its ask (memhub.retrieval.query_focus): when the store
+    # searches a long query by its rarest terms only, these are kept whatever their frequency.
+    focus: frozenset[str] = frozenset()
 
     @property
     def empty(self) -> bool:

@@ -8,17 +8,23 @@ the order an ask is most likely found: questions (the last one first), then the 
 then the rest from the end; it stops when the cap is reached and puts the chosen sentences back in their order.
 Fenced code blocks are left out while there is prose: a stack trace says little about what to remember.
 
-BM25 still reads the whole prompt (its rarest terms, see the FTS store), so the names and ids a long prompt
-mentions anywhere are still matched exactly.
+BM25 reads a long prompt by its terms, capped (memhub.index.tokenize, then the store's rarest-terms cut):
+`search_terms` puts the focus's terms first and marks them to be kept, so the ask's words are matched wherever it
+stands and the rest of the cap goes to the prompt's other words, rarest first.
 """
 
 from __future__ import annotations
 
 import re
 
+from memhub.index.tokenize import query_terms
+from memhub.model.query import QueryTerms
 from memhub.retrieval.packing import estimate_tokens, truncate_to_tokens
 
-__all__ = ["focus_query"]
+__all__ = ["LEXICAL_FOCUS_TOKENS", "focus_query", "search_terms"]
+
+# The ask whose terms BM25 keeps first in a long query: the query embedding's default focus.
+LEXICAL_FOCUS_TOKENS = 24
 
 # A sentence ends at ., ! or ? followed by a space, at CJK full stops (no space follows them), or at a line break.
 _CJK_STOPS = ("。", "！", "？", "；")
@@ -50,6 +56,12 @@ def focus_query(text: str, max_tokens: int) -> str:
             # The likeliest sentence alone is over the cap: its head, where a question's subject comes first.
             return truncate_to_tokens(sentences[index], max_tokens).strip()
     return _joined([sentences[i] for i in sorted(chosen)])
+
+
+def search_terms(query: str) -> QueryTerms:
+    """The BM25 terms of a search query: a long one's focus (`focus_query`) first and kept, then the rest."""
+    focus = focus_query(query, LEXICAL_FOCUS_TOKENS)
+    return query_terms(query, focus=None if focus == query else focus)
 
 
 def _sentences(text: str) -> list[str]:

@@ -169,7 +169,8 @@ class FtsIndex:
             return []
         prefix = owner_prefix(scope_key)
         df = self._document_frequencies(con, prefix, terms)
-        present = _rarest_terms(sorted(df, key=df.__getitem__))  # rarest first; absent terms cannot match
+        # Rarest first; absent terms cannot match.
+        present = _rarest_terms(sorted(df, key=df.__getitem__), terms.focus)
         if not present:
             return []
         if sum(df.values()) <= POSTING_BUDGET:
@@ -311,10 +312,15 @@ class FtsIndex:
         return scores
 
 
-def _rarest_terms(present: list[Term]) -> list[Term]:
-    """The (column, term) pairs of the MAX_QUERY_TERMS rarest distinct terms, rarest first."""
+def _rarest_terms(present: list[Term], focus: frozenset[str] = frozenset()) -> list[Term]:
+    """The (column, term) pairs of at most MAX_QUERY_TERMS distinct terms, rarest first: every term of the query's
+    focus (its ask), then the rarest of the others."""
     distinct = list(dict.fromkeys(term for _, term in present))
     if len(distinct) <= MAX_QUERY_TERMS:
         return present
-    kept = set(distinct[:MAX_QUERY_TERMS])
+    kept = {term for term in distinct if term in focus}
+    for term in distinct:
+        if len(kept) >= MAX_QUERY_TERMS:
+            break
+        kept.add(term)
     return [pair for pair in present if pair[1] in kept]
