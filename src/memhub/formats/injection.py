@@ -6,7 +6,10 @@ never puts a matching memory or turn into a prompt; nothing here ever changes wh
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
+from collections import OrderedDict
 
 _INJECTION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p, re.IGNORECASE)
@@ -42,17 +45,40 @@ _INJECTION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
 
 
 # Every pattern above contains one of these words, so a text with none of them cannot match any: recall checks
-# every candidate it returns, and one pass over this list costs a third of running all the patterns.
+# every candidate it returns, and one pass over this list costs a third of running all the patterns. ("dan mode",
+# not "dan": the text is checked with its whitespace collapsed, and "dan" alone is in every "Daniel" and "dance".)
 _TRIGGER_WORDS = re.compile(
-    r"ignore|disregard|forget|override|you are now|system|developer|assistant|jailbreak|dan|do anything now"
+    r"ignore|disregard|forget|override|you are now|system|developer|assistant|jailbreak|dan mode|do anything now"
     r"|prompt|instructions|pretend|act as if you|do not follow|://"
     r"|忽略|忘记|忘掉|无视|不要理会|不要遵守|你现在是|你是|扮演|假装|你的|系统提示|开发者模式|越狱",
     re.IGNORECASE,
 )
 
 
+# Recall checks the same candidates search after search (a scope's likely turns and memories recur), so verdicts
+# are kept per text, by digest: a key of 16 bytes whatever the text's size, and no text kept alive by the cache.
+_VERDICTS_MAX = 16_384
+_verdicts: OrderedDict[bytes, bool] = OrderedDict()
+_verdicts_lock = threading.Lock()
+
+
 def looks_like_prompt_injection(text: str) -> bool:
     """True when text resembles an attempt to re-instruct the assistant (EN/ZH); only ever a flag."""
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    with _verdicts_lock:
+        known = _verdicts.get(key)
+        if known is not None:
+            _verdicts.move_to_end(key)
+            return known
+    verdict = _matches(text)
+    with _verdicts_lock:
+        _verdicts[key] = verdict
+        if len(_verdicts) > _VERDICTS_MAX:
+            _verdicts.popitem(last=False)
+    return verdict
+
+
+def _matches(text: str) -> bool:
     normalized = re.sub(r"\s+", " ", text)
     if _TRIGGER_WORDS.search(normalized) is None:
         return False
