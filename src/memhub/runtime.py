@@ -8,6 +8,8 @@ point starts, uses and closes.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from memhub.context import ContextComposer, FinderSkills
@@ -51,9 +53,14 @@ from memhub.proxy.session_token import SessionTokens
 from memhub.proxy.upstream import Endpoint, Upstream, UpstreamConfig
 from memhub.retrieval.embed import build_embedder
 from memhub.settings import Settings
+from memhub.shutdown import StopClock, finish_within
 from memhub.store import MemoryStore
 from memhub.store.factory import StoreOptions
 from memhub.store.factory import open_store as open_store_at
+
+log = logging.getLogger("memhub.runtime")
+
+WORKER_STOP_TIMEOUT_S = 10.0  # a stop without a budget (CLI commands, tests): the most it waits for each worker
 
 
 def open_store(settings: Settings, *, synchronous: str = "FULL", exact_vector_limit: int | None = None) -> MemoryStore:
@@ -257,16 +264,47 @@ class Hub:
         if self.proxy is not None:
             self.proxy.start()  # replays the turns a previous process left in the capture spool
 
-    def close(self) -> None:
-        """Stop every worker, then close the store (a queued build or job resumes at the next start)."""
-        self.knowledge.close()
-        if self.worker is not None:
-            self.worker.close()
+    def request_stop(self) -> None:
+        """Ask the embedding and pipeline workers to stop, without waiting: they wind down while the rest of a
+        stop (the proxy's flush) runs."""
         if self.embedding is not None:
-            self.embedding.close()
+            self.embedding.request_stop()
+        if self.worker is not None:
+            self.worker.request_stop()
+
+    def close(self, clock: StopClock | None = None, *, still_running: Sequence[str] = ()) -> None:
+        """Stop every worker, then close the store (a queued build or job resumes at the next start).
+
+        The workers are all asked to stop first, then each is waited for: with a stop clock (`memhub serve` on
+        SIGTERM) with what is left of its budget, else up to WORKER_STOP_TIMEOUT_S each (knowledge builds
+        wholly). One still busy then (a build, a pipeline job, a provider call), or anything in `still_running`
+        (what the caller left: requests, the proxy's capture), may still use the models, the LLM client and the
+        store, so those are left open to the process's exit; the work is durable and resumes at the next start,
+        as after a crash (memhub.shutdown).
+        """
+        self.request_stop()
+        wait = clock.remaining if clock is not None else lambda: WORKER_STOP_TIMEOUT_S
+        left = list(still_running)
+        if not finish_within(clock, "knowledge builds", self.knowledge.close):
+            left.append("knowledge builds")
+        if self.worker is not None and not self.worker.close(wait()):
+            left.append("a pipeline job")
+        if self.embedding is not None and not self.embedding.stop(wait()):
+            left.append("an embedding provider call")
+        if left:
+            log.warning(
+                "stopping with %s not finished: left to the process's exit, the store open (what they leave "
+                "resumes at the next start)",
+                ", ".join(left),
+            )
+            return
+        if self.embedding is not None:
+            self.embedding.close()  # the models: its worker has stopped
         if self.chat is not None:
             self.chat.close()
         self.store.close()
+        if clock is not None:
+            log.info("stopped within the stop budget: the workers are done and the store is closed")
 
 
 def upstream_config(settings: Settings) -> UpstreamConfig:

@@ -50,6 +50,11 @@ class Settings(BaseSettings):
     )
     # How long a client may take to send a request body once its headers are in (408 after that).
     body_read_timeout_seconds: float = Field(30.0, gt=0, validation_alias=_names("MEMHUB_BODY_READ_TIMEOUT_SECONDS"))
+    # The most a stop signal takes to exit `memhub serve`/`memhub proxy`: requests in flight get up to half of it,
+    # the background workers what is left; the work they leave is durable and resumes at the next start.
+    shutdown_timeout_seconds: float = Field(
+        4.0, gt=0, le=600, validation_alias=_names("MEMHUB_SHUTDOWN_TIMEOUT_SECONDS")
+    )
     db_busy_timeout_ms: int = Field(10_000, ge=0, validation_alias=_names("MEMHUB_DB_BUSY_TIMEOUT_MS"))
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list, validation_alias=_names("MEMHUB_CORS_ORIGINS", "TDAI_CORS_ORIGINS")

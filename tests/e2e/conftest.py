@@ -299,6 +299,15 @@ def server(launcher: Launcher, data_dir: Path) -> Server:
     return launcher.serve(data_dir)
 
 
+def assert_in_order(text: str, *lines: str) -> None:
+    """Each of `lines` is in `text` (a server's log), after the one before it."""
+    at = 0
+    for line in lines:
+        found = text.find(line, at)
+        assert found >= 0, f"{line!r} not in the log after position {at}:\n{text}"
+        at = found + len(line)
+
+
 def page_all(api: Api, path: str, body: Mapping[str, Any], list_key: str, page: int = 100) -> list[dict[str, Any]]:
     """Every row of a paged query (`limit`/`offset`), in server order."""
     rows: list[dict[str, Any]] = []

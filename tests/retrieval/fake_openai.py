@@ -17,6 +17,8 @@ Behaviours (`mode`):
     down          503 with an OpenAI-style error body
     drop          closes the connection without any response
     slow          waits `slow_seconds` (interruptible by stop()) and then answers like "ok"
+    held          waits until `release()` (or stop()) and then answers like "ok": a call in flight for as long as
+                  a test needs, without depending on how fast the machine is
     rate_limited  429 with `Retry-After: retry_after` (seconds)
     wrong_dims    vectors one element shorter than asked for
     wrong_count   one vector fewer than inputs
@@ -35,6 +37,7 @@ import base64
 import hashlib
 import json
 import re
+import threading
 from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -51,6 +54,7 @@ MODES = (
     "down",
     "drop",
     "slow",
+    "held",
     "rate_limited",
     "wrong_dims",
     "wrong_count",
@@ -114,6 +118,7 @@ class FakeOpenAI(LocalServer):
     requests: list[RecordedRequest] = field(default_factory=list)
 
     _one_shot: deque[str] = field(default_factory=deque, init=False, repr=False)
+    _released: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
 
     # -- control and inspection ----------------------------------------------------------------------------------
 
@@ -123,6 +128,10 @@ class FakeOpenAI(LocalServer):
             raise ValueError(f"unknown mode {mode!r}")
         with self._lock:
             self._one_shot.extend([mode] * count)
+
+    def release(self) -> None:
+        """Answer the requests held in "held" mode, and any later ones at once."""
+        self._released.set()
 
     def reset(self) -> None:
         """Forget recorded requests and pending one-shot failures (the mode is kept)."""
@@ -183,6 +192,12 @@ class _Handler(TrackedHandler):
             if fake._stopping.wait(fake.slow_seconds):
                 self.close_connection = True
                 return
+            mode = "ok"
+        if mode == "held":
+            while not fake._released.wait(0.05):
+                if fake._stopping.is_set():
+                    self.close_connection = True
+                    return
             mode = "ok"
         if mode == "drop":
             self.close_connection = True  # no status line at all: the client sees the connection closed

@@ -42,6 +42,7 @@ from memhub.api.routes.meta import INTERNAL_ROUTES, META_ROUTES
 from memhub.errors import HttpStatusError, MemhubError, RequestTimeout
 from memhub.gateway_key import GatewayKey
 from memhub.runtime import Hub
+from memhub.shutdown import StopClock
 
 DATA_ROUTES: list[DataRoute] = [
     *conversation.ROUTES,
@@ -53,12 +54,19 @@ DATA_ROUTES: list[DataRoute] = [
 
 
 def create_app(
-    hub: Hub, gateway_key: GatewayKey | None, *, run_pipeline: bool = True, proxy_only: bool = False
+    hub: Hub,
+    gateway_key: GatewayKey | None,
+    *,
+    run_pipeline: bool = True,
+    proxy_only: bool = False,
+    stop: StopClock | None = None,
 ) -> FastAPI:
     """The gateway app over a hub's services. `gateway_key=None` disables layer-1 auth (only with --insecure-no-auth).
 
     The app owns the hub from here on: its workers start with the app and the hub is closed on shutdown
-    (uvicorn re-raises SIGTERM after its own shutdown, so a caller's `finally` would never run).
+    (uvicorn re-raises SIGTERM after its own shutdown, so a caller's `finally` would never run). With a `stop`
+    clock (`memhub serve`: started by the signal) the shutdown stays within its budget (memhub.shutdown);
+    without one it waits for every worker.
     The pipeline worker starts with the app unless `run_pipeline` is False; then
     `app.state.pipeline_worker.drain()` runs it on demand (tests).
     A knowledge-only hub (`memhub serve --knowledge-only`) serves health, the wiki, code-graph, tools and
@@ -70,9 +78,13 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         hub.start(pipeline=run_pipeline, knowledge=not proxy_only)
         yield
-        if hub.proxy is not None:
-            await hub.proxy.aclose()
-        hub.close()
+        # First, before the steps below take time of their own: whether the server cancelled requests.
+        cut_short = stop is not None and stop.drain_over()
+        hub.request_stop()  # the workers wind down while the proxy flushes
+        running = await hub.proxy.aclose(stop) if hub.proxy is not None else []
+        if cut_short:
+            running.insert(0, "requests cancelled at the end of their drain")
+        hub.close(stop, still_running=running)
 
     settings = hub.settings
     store, embedding, worker, knowledge, memory, meta = (

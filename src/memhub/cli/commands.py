@@ -149,9 +149,9 @@ def serve(
     ] = False,
 ) -> None:
     """Run the gateway (creates the data dir and a gateway key on first start)."""
-    import uvicorn
-
     from memhub.api import create_app
+    from memhub.cli.serving import run as run_server
+    from memhub.cli.serving import stop_clock
     from memhub.gateway_key import ensure_gateway_key
     from memhub.index.tokenize import warm_up
     from memhub.memory.embedding import ModelMismatch
@@ -179,9 +179,10 @@ def serve(
     sys.stdout.flush()
     warm_up()
     _single_threaded_blas()
+    clock = stop_clock(settings)
     if knowledge_only:
-        api = create_app(build_hub(settings, store, knowledge_only=True), key)
-        uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False)
+        api = create_app(build_hub(settings, store, knowledge_only=True), key, stop=clock)
+        run_server(api, settings, clock)
         return
     embedding = embedding_runtime(settings, store)
     if dimension_known_offline(settings):
@@ -192,9 +193,9 @@ def serve(
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from exc
         embedding.warm_up()
-    api = create_app(build_hub(settings, store, embedding=embedding), key)  # closes the hub on shutdown
+    api = create_app(build_hub(settings, store, embedding=embedding), key, stop=clock)  # closes the hub on shutdown
     _mount_mcp(api, settings)
-    uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False)
+    run_server(api, settings, clock)
 
 
 @app.command()
@@ -208,9 +209,9 @@ def proxy(
     It serves the proxy, its memory bridge and /health over the gateway's data dir (or store URL); `memhub serve`
     serves the same routes. Extraction and knowledge builds are left to the gateway process.
     """
-    import uvicorn
-
     from memhub.api import create_app
+    from memhub.cli.serving import run as run_server
+    from memhub.cli.serving import stop_clock
     from memhub.gateway_key import ensure_gateway_key
     from memhub.index.tokenize import warm_up
     from memhub.runtime import build_hub, open_store
@@ -225,8 +226,9 @@ def proxy(
     if not _is_loopback(settings.host):
         log.info("memory proxy on %s: callers authenticate with their memhub user keys", settings.host)
     warm_up()
-    api = create_app(build_hub(settings, store), setup.key, run_pipeline=False, proxy_only=True)
-    uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False)
+    clock = stop_clock(settings)
+    api = create_app(build_hub(settings, store), setup.key, run_pipeline=False, proxy_only=True, stop=clock)
+    run_server(api, settings, clock)
 
 
 @app.command()

@@ -5,6 +5,11 @@ record queued; a worker thread embeds the queue in batches and stores the vector
 provider is down or slow the worker backs off and the queue simply waits — searches meanwhile use
 BM25 and say so — and it drains once the provider answers again.
 
+Stopping never waits for the backlog: the queue is durable (records stored without a vector yet), so
+the worker stops between provider calls, drops a batch it has not stored (its records stay queued and
+are embedded at the next start) and, if it is inside a call that outlasts the stop's budget (a remote
+provider waiting on its timeout), is left behind: nothing it returns after the stop is stored.
+
 Vectors of two models are never compared: the store records the model that made its vectors, and
 a different model is refused (`ModelMismatch`) until `memhub reembed` has rebuilt them.
 """
@@ -131,13 +136,28 @@ class EmbeddingRuntime:
         self._thread = threading.Thread(target=self._run, name="memhub-embedder", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop the worker; a batch in flight finishes or is dropped (its records stay queued)."""
+    def request_stop(self) -> None:
+        """Ask the worker to stop at its next provider call's end, without waiting for it."""
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stop the worker within `timeout` seconds; False if it is still busy then (inside a provider call,
+        or storing the batch it had embedded before the stop).
+
+        A batch not stored yet is dropped (its records stay queued for the next start); a worker left in a
+        call stores nothing when the call returns.
+        """
+        self.request_stop()
+        thread = self._thread
+        if thread is None:
+            return True
+        thread.join(max(timeout, 0.0))
+        if thread.is_alive():
+            log.info("embedding worker still in a provider call: left behind, its batch stays queued")
+            return False
+        self._thread = None
+        return True
 
     def nudge(self) -> None:
         """New records were queued: wake the worker now instead of at its next poll."""
@@ -168,13 +188,19 @@ class EmbeddingRuntime:
                 backoff = min(backoff * 2, MAX_BACKOFF_S)
 
     def run_once(self) -> bool:
-        """Embed one batch of queued records; False when the queue is empty."""
+        """Embed one batch of queued records; False when the queue is empty.
+
+        A stop requested meanwhile drops the batch before it is stored (True is still returned: work was
+        there); the embedder is called in slices of at most `call_tokens`, so a stop waits for one slice.
+        """
         assert self.embedder is not None
         tasks = self.store.next_embedding_tasks(self.batch_size)
         if not tasks:
             return False
         self._state = "running"
-        vectors = self.embedder.embed_documents([t.text for t in tasks])
+        vectors = self._embed_unless_stopped([t.text for t in tasks])
+        if vectors is None:
+            return True
         try:
             self.store.store_embeddings(EmbeddingModel(self.embedder.model_id, self.embedder.dim), tasks, vectors)
         except ValueError as exc:
@@ -183,12 +209,24 @@ class EmbeddingRuntime:
         self._last_error = None
         return True
 
+    def _embed_unless_stopped(self, texts: list[str]) -> np.ndarray | None:
+        """The texts' vectors, or None when a stop was requested before all of them were embedded."""
+        assert self.embedder is not None
+        parts: list[np.ndarray] = []
+        for first, last in _slices(texts, self.embedder.call_tokens):
+            if self._stop.is_set():
+                return None
+            parts.append(self.embedder.embed_documents(texts[first:last]))
+        if self._stop.is_set():
+            return None
+        return parts[0] if len(parts) == 1 else np.vstack(parts)
+
     def drain(self, timeout: float = 60.0) -> bool:
         """Embed until the queue is empty (for `memhub reembed` and tests); False on timeout."""
         deadline = time.monotonic() + timeout
         if not self._ready:
             self.check_model()
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not self._stop.is_set():
             if not self.run_once():
                 return True
         return self.store.embedding_backlog() == 0
@@ -287,11 +325,30 @@ class EmbeddingRuntime:
             last_error=self._last_error,
         )
 
-    def close(self) -> None:
-        """Stop the worker and release the models."""
-        self.stop()
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop the worker and release the models; a worker still busy after `timeout` keeps them (they are
+        left to the process's exit)."""
+        if not self.stop(timeout):
+            return
         for embedder in {id(e): e for e in (self.embedder, self.query_embedder) if e is not None}.values():
             embedder.close()
+
+
+def _slices(texts: list[str], max_tokens: int | None) -> list[tuple[int, int]]:
+    """[first, last) ranges of consecutive texts of at most `max_tokens` estimated tokens each (one text at
+    least); the whole list at once without a limit."""
+    if max_tokens is None or not texts:
+        return [(0, len(texts))]
+    out: list[tuple[int, int]] = []
+    first, tokens = 0, 0
+    for i, text in enumerate(texts):
+        cost = estimate_tokens(text)
+        if i > first and tokens + cost > max_tokens:
+            out.append((first, i))
+            first, tokens = i, 0
+        tokens += cost
+    out.append((first, len(texts)))
+    return out
 
 
 def _describe(exc: BaseException) -> str:

@@ -49,12 +49,19 @@ class PipelineWorker:
         self._thread = threading.Thread(target=self._loop, name="memhub-pipeline", daemon=True)
         self._thread.start()
 
-    def close(self, timeout: float = 10.0) -> None:
-        """Stop after the job in hand; an interrupted job is resumed by the next worker."""
+    def request_stop(self) -> None:
+        """Ask the thread to stop after the job in hand, without waiting for it."""
         self._stop.set()
         self._wake.set()
+
+    def close(self, timeout: float = 10.0) -> bool:
+        """Stop after the job in hand, waiting up to `timeout` seconds; False if that job still runs. A job left
+        running is taken over (by the next start's worker or another process) when its lease expires."""
+        self.request_stop()
         if self._thread is not None:
-            self._thread.join(timeout)
+            self._thread.join(max(timeout, 0.0))
+            return not self._thread.is_alive()
+        return True
 
     def nudge(self) -> None:
         """Look for work now instead of at the next poll."""

@@ -310,10 +310,12 @@ class BackgroundCapture:
                 self._idle.wait(remaining)
         return True
 
-    def close(self, timeout: float | None = 60.0) -> bool:
+    def close(self, timeout: float | None = 60.0, last_write_timeout: float | None = None) -> bool:
         """Take no more turns, spool every accepted one and write them to the store; True when all were written
-        (or rejected) within `timeout`. Past it the writer stops after the store call in progress: the turns not
-        written stay in the spool for the next start (without a spool they are lost, and logged)."""
+        (or rejected) within `timeout`. Past it the writer stops after the store call in progress, waited for at
+        most `last_write_timeout` seconds (None: until it ends): the turns not written stay in the spool for the
+        next start (without a spool they are lost, and logged). A writer still in that call is left to the
+        process's exit, and so is this run's spool directory (the next start adopts it, as after a crash)."""
         with self._lock:
             self._closed = True
             spooler, writer = self._spooler, self._writer
@@ -327,11 +329,13 @@ class BackgroundCapture:
         if not flushed:
             self._abandon.set()
             spooler.join()  # local disk writes: every accepted turn reaches the spool
-            writer.join()  # the store call in progress, no more retries
+            writer.join(last_write_timeout)
             with self._lock:
                 left = self._pending
             where = f"they stay in {self.spool.dir} for the next start" if self.spool and self.spool.dir else "lost"
             log.error("capture closed with %d turns not written: %s", left, where)
+            if writer.is_alive():
+                return False  # its store call may still remove a spooled file: the directory stays this run's
         if self.spool is not None:
             self.spool.release()
         return flushed

@@ -43,6 +43,7 @@ from memhub.proxy.ports import (
 from memhub.proxy.protocols import Body, Family, ProtocolAdapter, StreamTap, adapter_for, dumps
 from memhub.proxy.upstream import Upstream, UpstreamConfig, UpstreamUnavailable
 from memhub.proxy.user_text import clean_user_text
+from memhub.shutdown import StopClock, finish_within
 
 log = logging.getLogger("memhub.proxy")
 
@@ -55,6 +56,7 @@ SWITCH = {"on": True, "off": False}
 RECENT_TURNS = 8  # the conversation's last messages recall is given, to skip what the model already has
 DEFAULT_AGENT_SOURCE = "claude-code"  # what `/proxy/...` serves: the original's default client
 SSE = "text/event-stream"
+FLUSH_TIMEOUT_S = 60.0  # the most a shutdown without a stop budget waits for capture to write its turns
 ERROR_KINDS = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -114,7 +116,7 @@ class ProxyService:
         offloader: TurnOffloader | None = None,
         capture: TurnCapture | None = None,
         commands: Commands | None = None,
-        flush: Callable[[], object] | None = None,
+        flush: Callable[[float, float | None], bool] | None = None,
         resume: Callable[[], object] | None = None,
     ) -> None:
         self.identity = identity
@@ -125,7 +127,10 @@ class ProxyService:
         self.offloader = offloader
         self.capture = capture
         self.commands = commands
-        self.flush = flush  # writes what capture still holds (blocking), at shutdown
+        # At shutdown: writes what capture still holds within the seconds given, then gives up and waits for the
+        # store write in progress at most the second number of seconds (None: until it ends); True if all were
+        # written (blocking).
+        self.flush = flush
         self.resume = resume  # starts the capture's replay of what a previous process left (returns at once)
 
     async def turn(
@@ -220,14 +225,26 @@ class ProxyService:
         if self.resume is not None:
             self.resume()
 
-    async def aclose(self) -> None:
+    async def aclose(self, clock: StopClock | None = None) -> list[str]:
         """Close the upstream connections, then flush the turns still queued for capture (before the store
-        closes)."""
+        closes); what still runs when it returns (left to the process's exit).
+
+        Without a stop clock both are waited for. With one, neither waits past its budget: a running offload is
+        left running, and capture gives up on the turns it has not written by then (they stay in its spool for
+        the next start) without waiting for the store write in progress.
+        """
         await self.upstream.aclose()
-        if self.offloader is not None:
-            await anyio.to_thread.run_sync(self.offloader.close)
+        running: list[str] = []
+        offloader = self.offloader
+        if offloader is not None and not await anyio.to_thread.run_sync(
+            finish_within, clock, "offload", offloader.close
+        ):
+            running.append("a proxy offload")
         if self.flush is not None:
-            await anyio.to_thread.run_sync(self.flush)
+            flush_s, last_write_s = (FLUSH_TIMEOUT_S, None) if clock is None else (clock.remaining(), 0.0)
+            if not await anyio.to_thread.run_sync(self.flush, flush_s, last_write_s) and clock is not None:
+                running.append("the proxy's capture")
+        return running
 
     async def _command(self, identity: ProxyIdentity, user_text: str) -> str | None:
         try:

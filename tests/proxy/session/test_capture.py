@@ -302,6 +302,44 @@ def test_a_turn_spooled_while_the_store_is_locked_is_written_once_by_the_next_st
     assert [p.name for p in spool.iterdir()] == []  # every run's directory removed with its last turn
 
 
+def test_a_close_within_a_stop_budget_leaves_a_busy_writer_and_its_spool_to_the_process_exit(
+    locked_gw: Gateway, tmp_path: Path
+) -> None:
+    crew = make_crew(locked_gw)
+    spool = tmp_path / "spool"
+    failed, resume = threading.Event(), threading.Event()
+
+    def hold(exc: Exception, attempt: int) -> None:  # the writer, between a failed attempt and its retry
+        failed.set()
+        resume.wait(WAIT)
+
+    first = capture_of(crew, spool_dir=spool, on_retry=hold)
+    lock = WriteLock(locked_gw)
+    try:
+        first.submit(identity(crew), WireProtocol.ANTHROPIC, RAW_USER, OUTPUT)
+        assert failed.wait(WAIT), "the first attempt never failed"
+        [waiting] = spooled(spool)
+        # The budget is spent and the writer is busy: close returns without waiting for it, keeping the turn
+        # spooled and the run's directory held (another start leaves it alone, as a live run's).
+        assert not first.close(0, 0.0)
+        assert spooled(spool) == [waiting]
+        other = replay(crew, spool)
+        assert spooled(spool) == [waiting]
+        assert other.close(WAIT)
+        resume.set()
+        assert first.drain(WAIT)  # the writer gave up on the turn: nothing written
+    finally:
+        resume.set()
+        lock.release()
+    assert l0(crew) == [] and spooled(spool) == [waiting]
+    assert first.spool is not None
+    first.spool.release()  # what the process's exit does to its lock
+    second = replay(crew, spool)  # the next start writes the turn, once
+    assert len(l0(crew)) == 2 and len(skills_buffer(crew)) == 3
+    assert spooled(spool) == []
+    assert second.close(WAIT)
+
+
 def test_a_second_process_over_the_same_spool_leaves_a_live_run_s_turns_alone(
     locked_gw: Gateway, tmp_path: Path
 ) -> None:

@@ -134,6 +134,10 @@ class Embedder(ABC):
     # BM25's share of the fused hybrid score with this model (retrieval/hybrid.py); models whose
     # quality on our benchmark is unknown (remote ones) get a middle value.
     lexical_weight: float = 0.3
+    # The most estimated tokens one `embed_documents` call should carry for a caller that must be able to stop
+    # between calls (the background worker stops within one call). None: no limit — a remote provider's call is
+    # bounded by its timeout instead, and smaller requests would only cost round trips.
+    call_tokens: int | None = None
 
     @abstractmethod
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:

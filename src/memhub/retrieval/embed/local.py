@@ -234,6 +234,12 @@ def default_local_model() -> str:
 class LocalEmbedder(Embedder):
     """An in-process model from LOCAL_MODELS (see the module docstring for the threading model)."""
 
+    # e5 takes about 1 ms a token on one free core (3 ms on a busy one), so a call of 256 tokens lets the worker
+    # stop within a second or so. Both engines embed each text independently of the others in its call (e5 packs
+    # the texts into chunks of tokens itself), so smaller calls give the same vectors (to float rounding) at the
+    # same speed (bench/embedding.py).
+    call_tokens = 256
+
     def __init__(self, config: EmbeddingConfig) -> None:
         validate_common(config)
         name = config.model or default_local_model()
