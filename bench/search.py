@@ -29,6 +29,13 @@ dir and the benchmark measures client-side round trips of `conversation/search` 
   - BM25 only: the same queries against a server with MEMHUB_EMBEDDING_PROVIDER=none;
   - with spread data (10 scopes), queries go round-robin over the scopes.
 
+Then (unless --no-restart) the first search after a restart, per layer and scope, with the snapshots the
+first server wrote (the graphs it built, saved beside the database) and without them
+(`MEMHUB_VECTOR_SNAPSHOTS=false`: the rows are read from SQL and the graph rebuilt), both with the start-up
+warm off (`MEMHUB_VECTOR_WARM_SCOPES=0`) so the search itself pays for the load; and with the defaults (the
+warm loads the latest scopes while the server comes up). `--restart-only` measures just that, writing the
+snapshots first if the data dir has none.
+
 Finally (unless --no-breakdown) the one-scope data is searched in-process to split a search's time:
 query embedding (e5), tokenising, the BM25 channel, the vector channel, the cosine look-up of
 BM25-only hits, and the whole service call; HTTP round trip minus (service + embedding) is the
@@ -39,6 +46,7 @@ Prints a Markdown table and writes JSON to bench/results/search.json.
     python bench/search.py            # full: 100k L0 + 100k L1 in one scope; 1M L0 over 10 scopes
     python bench/search.py --quick    # 10k + 10k in one scope; 100k L0 over 10 scopes (a few minutes)
     python bench/search.py --data-dir /tmp/mh-search   # keep the loaded data and reuse it next time
+    python bench/search.py --one 100000 --spread 0 --restart-only --data-dir /tmp/mh-search
 """
 
 from __future__ import annotations
@@ -76,7 +84,9 @@ from memhub.retrieval.embed import EmbeddingConfig, LocalEmbedder
 from memhub.retrieval.hybrid import SearchOptions
 from memhub.scope import Isolation, MemoryScope
 from memhub.store.factory import StoreOptions, open_store
-from memhub.store.sqlite.store import EXACT_VECTOR_LIMIT
+from memhub.store.sqlite.store import DB_FILENAME, EXACT_VECTOR_LIMIT
+from memhub.store.sqlite.vector_snapshots import SUFFIX as SNAPSHOT_SUFFIX
+from memhub.store.sqlite.vectors import SNAPSHOT_MIN_VECTORS
 
 DEFAULT_OUT = HERE / "results" / "search.json"
 MODEL = EmbeddingModel("local:multilingual-e5-small-q4", 384)
@@ -98,6 +108,14 @@ T0_MS = 1_700_000_000_000
 AIM_ONE_P95_MS = 15.0
 AIM_SPREAD_P95_MS = 25.0
 GRAPH_LINE = re.compile(r"vector graph built: (\d+) vectors in ([\d.]+) s")
+SNAPSHOT_LINE = re.compile(r"vector snapshot written: (\d+) vectors")
+SNAPSHOT_LOAD_LINE = re.compile(r"loaded from its snapshot in ([\d.]+) s")
+# The restarts: (label, extra environment). Warm off: the first search itself loads the scope.
+RESTARTS = (
+    ("snapshot, warm off", {"MEMHUB_VECTOR_WARM_SCOPES": "0"}),
+    ("no snapshot (SQL rows), warm off", {"MEMHUB_VECTOR_WARM_SCOPES": "0", "MEMHUB_VECTOR_SNAPSHOTS": "false"}),
+    ("snapshot, warm on (default)", {}),
+)
 ENDPOINT = {"L0": ("/v3/conversation/search", "messages"), "L1": ("/v3/atomic/search", "items")}
 
 
@@ -373,6 +391,19 @@ class GraphWatch:
         text = self.log.read_text(errors="replace") if self.log.exists() else ""
         return [(int(m[1]), float(m[2])) for m in GRAPH_LINE.finditer(text)]
 
+    def snapshots(self) -> int:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return len(SNAPSHOT_LINE.findall(text))
+
+    def wait_snapshots(self, count: int, timeout: float) -> bool:
+        """Until `count` snapshots are written: the server must not be stopped before (a stop abandons a write)."""
+        deadline = time.monotonic() + timeout
+        while self.snapshots() < count:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.5)
+        return True
+
     def wait(self, count: int, timeout: float) -> bool:
         t0 = time.perf_counter()
         last = -1
@@ -419,6 +450,16 @@ class ServerTimes:
     graph_ready_s: dict[str, float] = field(default_factory=dict)  # since the layer's first search
     graph_builds: list[tuple[int, float]] = field(default_factory=list)  # (vectors, build s) from the log
     graph_timeout: bool = False
+    snapshots_written: int = 0
+
+
+def _snapshot_dir(data_dir: Path) -> Path:
+    return data_dir / (DB_FILENAME + SNAPSHOT_SUFFIX)
+
+
+def _snapshot_worthy(spec: DataSpec) -> int:
+    """How many (layer, scope) indexes of the data get a snapshot."""
+    return sum((s.l0 >= SNAPSHOT_MIN_VECTORS) + (s.l1 >= SNAPSHOT_MIN_VECTORS) for s in spec.scopes)
 
 
 def bench_http(
@@ -434,8 +475,11 @@ def bench_http(
     warm_queries: dict[str, list[str]] = {}
     common = {"data": spec.label, "db_records": spec.total}
 
+    # Cold means from SQL, on the first search: the snapshots an earlier run wrote go (this run's graphs write them
+    # anew), and no start-up warm loads the scopes first.
+    shutil.rmtree(_snapshot_dir(data_dir), ignore_errors=True)
     t0 = time.perf_counter()
-    with running_server(data_dir, args.python, E5) as server:
+    with running_server(data_dir, args.python, {**E5, "MEMHUB_VECTOR_WARM_SCOPES": "0"}) as server:
         times.start_s = time.perf_counter() - t0
         health = wait_backlog(server)
         check_counts(server, spec)
@@ -495,6 +539,9 @@ def bench_http(
             rows.append(measure(server, run=phase_layer, queries=qs, limit=5, **kw))
             rows.append(measure(server, run=f"{phase_layer}, cached query vector", queries=qs, limit=5, **kw))
             rows.append(measure(server, run=phase_layer, queries=pool.take(n), limit=20, **kw))
+        if not watch.wait_snapshots(_snapshot_worthy(spec), args.graph_timeout):
+            _log("  WARNING: not every snapshot was written; the restart measures will load from SQL")
+        times.snapshots_written = watch.snapshots()
 
     # BM25 only: the warm queries again on a server without an embedder.
     with running_server(data_dir, args.python, BM25_ONLY) as server:
@@ -502,6 +549,81 @@ def bench_http(
             kw = {"layer": layer, "scopes": names, "scope_records": per_scope[layer], **common}
             rows.append(measure(server, run="BM25 only (provider none)", queries=warm_queries[layer], limit=5, **kw))
     return rows, times
+
+
+# -- restarts -------------------------------------------------------------------------------------
+
+
+@dataclass
+class RestartRow:
+    data: str
+    run: str
+    start_s: float  # server start until /health answers
+    first_search_s: dict[str, float]  # "L0 scope": the first search of that layer and scope, HTTP round trip
+    loads: dict[str, int]  # index loads the server logged, by source
+    snapshot_load_s: list[float]  # each snapshot load's own time (server log): keys, matrix, checks, index
+    loadavg: float
+
+
+def _write_snapshots(spec: DataSpec, data_dir: Path, args: argparse.Namespace, pool: QueryPool) -> None:
+    """A server that searches every scope once and stops when their graphs are built and saved."""
+    want = _snapshot_worthy(spec)
+    have = len(list(_snapshot_dir(data_dir).glob("*.meta.json")))
+    if have >= want:
+        return
+    _log(f"  writing snapshots ({have} of {want} there) …")
+    with running_server(data_dir, args.python, {**E5, "MEMHUB_VECTOR_WARM_SCOPES": "0"}) as server:
+        wait_backlog(server)
+        with client(server) as http:
+            for layer in ("L0", "L1"):
+                for sc in spec.scopes:
+                    if getattr(sc, layer.lower()):
+                        _search_once(http, layer, sc.name, pool.take(1)[0], 5)
+        if not GraphWatch(server).wait_snapshots(want, args.graph_timeout):
+            raise RuntimeError("snapshots not written in time")
+
+
+def bench_restart(spec: DataSpec, data_dir: Path, args: argparse.Namespace, pool: QueryPool) -> list[RestartRow]:
+    """The first search of each layer and scope after a restart, with and without snapshots."""
+    rows: list[RestartRow] = []
+    layers = [layer for layer in ("L0", "L1") if any(getattr(s, layer.lower()) for s in spec.scopes)]
+    for run, env in RESTARTS:
+        load = _loadavg()
+        t0 = time.perf_counter()
+        with running_server(data_dir, args.python, {**E5, **env}) as server:
+            start_s = time.perf_counter() - t0
+            wait_backlog(server)
+            first: dict[str, float] = {}
+            with client(server) as http:
+                for layer in layers:
+                    for sc in spec.scopes:
+                        t1 = time.perf_counter()
+                        _search_once(http, layer, sc.name, pool.take(1)[0], 5)
+                        first[f"{layer} {sc.name}"] = round(time.perf_counter() - t1, 3)
+            text = server.log.read_text(errors="replace")
+            loads = {
+                "snapshot": text.count("loaded from its snapshot"),
+                "graph restored": text.count("vector graph restored"),
+            }
+            load_s = [float(m) for m in SNAPSHOT_LOAD_LINE.findall(text)]
+        row = RestartRow(spec.label, run, round(start_s, 2), first, loads, load_s, load)
+        rows.append(row)
+        shown = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in first.items())
+        _log(f"    {spec.label} | restart, {run}: {shown} (loads {loads})")
+    return rows
+
+
+def restart_markdown(rows: list[RestartRow]) -> str:
+    lines = [
+        "| data | restart | first search per scope, ms | max ms | server start s | snapshot loads, ms | load |",
+        "|---|---|---|---:|---:|---|---:|",
+    ]
+    for r in rows:
+        shown = ", ".join(f"{k} {v * 1000:.0f}" for k, v in r.first_search_s.items())
+        worst = max(r.first_search_s.values()) * 1000
+        snapshot = ", ".join(f"{x * 1000:.0f}" for x in r.snapshot_load_s) or "none"
+        lines.append(f"| {r.data} | {r.run} | {shown} | {worst:.0f} | {r.start_s:.1f} | {snapshot} | {r.loadavg:.1f} |")
+    return "\n".join(lines)
 
 
 # -- in-process breakdown --------------------------------------------------------------------------
@@ -513,7 +635,8 @@ class _GraphLog(logging.Handler):
         self.built = 0
 
     def emit(self, record: logging.LogRecord) -> None:
-        if "vector graph built" in record.getMessage():
+        message = record.getMessage()
+        if "vector graph built" in message or "vector graph restored" in message:  # restored: from a snapshot
             self.built += 1
 
 
@@ -662,6 +785,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, help="searches per measurement (default 500; quick 100; ≤ 1000)")
     parser.add_argument("--graph-timeout", type=float, default=1800, help="max wait for HNSW builds, s")
     parser.add_argument("--no-breakdown", action="store_true", help="skip the in-process time breakdown")
+    parser.add_argument("--no-restart", action="store_true", help="skip the first-search-after-restart runs")
+    parser.add_argument(
+        "--restart-only", action="store_true", help="only the restart runs (writing the snapshots first if needed)"
+    )
     parser.add_argument("--seed", type=int, default=20260815)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON output (default {DEFAULT_OUT})")
     parser.add_argument("--python", default=sys.executable, help="interpreter that has memhub installed")
@@ -686,6 +813,7 @@ def main(argv: list[str] | None = None) -> int:
     pool = QueryPool(args.seed + 7)
     load_start = _loadavg()
     rows: list[Row] = []
+    restarts: list[RestartRow] = []
     loads: dict[str, Any] = {}
     servers: dict[str, Any] = {}
     detail: dict[str, Any] | None = None
@@ -699,11 +827,17 @@ def main(argv: list[str] | None = None) -> int:
             loads[spec.label] = asdict(stats)
             _log(f"  loaded: {stats.summary()}")
             try:
-                _log(f"search {spec.label} through HTTP …")
-                got, times = bench_http(spec, data_dir, args, pool)
-                rows += got
-                servers[spec.label] = asdict(times)
-                if k == 0 and one and not args.no_breakdown:
+                if args.restart_only:
+                    _write_snapshots(spec, data_dir, args, pool)
+                else:
+                    _log(f"search {spec.label} through HTTP …")
+                    got, times = bench_http(spec, data_dir, args, pool)
+                    rows += got
+                    servers[spec.label] = asdict(times)
+                if not args.no_restart:
+                    _log(f"first search after a restart, {spec.label} …")
+                    restarts += bench_restart(spec, data_dir, args, pool)
+                if k == 0 and one and not args.no_breakdown and not args.restart_only:
                     _log("in-process breakdown (one scope) …")
                     detail = breakdown(spec, data_dir, args, pool)
             except Exception as exc:  # keep what the other data sets measured
@@ -754,20 +888,26 @@ def main(argv: list[str] | None = None) -> int:
         "load": loads,
         "server": servers,
         "search": [asdict(r) for r in rows],
+        "restart": [asdict(r) for r in restarts],
         "breakdown": detail,
         "verdict": verdicts,
         "errors": errors,
         "markdown": table,
+        "restart_markdown": restart_markdown(restarts) if restarts else None,
         "breakdown_markdown": breakdown_markdown(detail) if detail else None,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
 
-    print(table)
-    if detail is not None:
+    if rows:
+        print(table)
         print()
+    if restarts:
+        print(restart_markdown(restarts))
+        print()
+    if detail is not None:
         print(breakdown_markdown(detail))
-    print()
+        print()
     for label, stats in loads.items():
         print(f"load {label}: {LoadStats(**stats).summary()}")
     for label, t in servers.items():

@@ -66,7 +66,10 @@ WORKER_STOP_TIMEOUT_S = 10.0  # a stop without a budget (CLI commands, tests): t
 def open_store(settings: Settings, *, synchronous: str = "FULL", exact_vector_limit: int | None = None) -> MemoryStore:
     """The configured store (`MEMHUB_STORE_URL`, or SQLite in the data dir), opened and migrated."""
     options = StoreOptions(
-        busy_timeout_ms=settings.db_busy_timeout_ms, synchronous=synchronous, exact_vector_limit=exact_vector_limit
+        busy_timeout_ms=settings.db_busy_timeout_ms,
+        synchronous=synchronous,
+        exact_vector_limit=exact_vector_limit,
+        vector_snapshots=settings.vector_snapshots,
     )
     return open_store_at(settings.store_location(), options)
 
@@ -254,8 +257,11 @@ class Hub:
 
     def start(self, *, pipeline: bool = True, knowledge: bool = True) -> None:
         """Start the background workers; the pipeline's only when `pipeline` (tests drain it on demand), the
-        knowledge builds only when `knowledge` (a proxy-only process leaves them to the gateway)."""
+        knowledge builds only when `knowledge` (a proxy-only process leaves them to the gateway). With an embedder,
+        the vector indexes of the latest scopes load in the background (`MEMHUB_VECTOR_WARM_SCOPES`;
+        `store.wait_warm` waits for them)."""
         if self.embedding is not None:
+            self.store.warm_vectors(self.settings.vector_warm_scopes)
             self.embedding.start()
         if self.worker is not None and pipeline:
             self.worker.start()

@@ -117,6 +117,13 @@ class Settings(BaseSettings):
         24, ge=0, le=128, validation_alias=_names("MEMHUB_EMBEDDING_QUERY_FOCUS_TOKENS")
     )
 
+    # At start, the vector indexes of this many scopes (those written last) load in the background, from their
+    # snapshots where they have one; 0 loads none (each scope then loads on its first vector search).
+    vector_warm_scopes: int = Field(4, ge=0, le=10_000, validation_alias=_names("MEMHUB_VECTOR_WARM_SCOPES"))
+    # Large scopes' vector indexes (with their HNSW graphs) are saved beside the database and loaded from there
+    # after a restart; off, they are always read from the SQL rows (and their graphs rebuilt).
+    vector_snapshots: bool = Field(True, validation_alias=_names("MEMHUB_VECTOR_SNAPSHOTS"))
+
     # The memory pipeline (L0 → L1 → L2 → L3). Without an LLM it runs the offline rule-based extractor.
     pipeline_enabled: bool = Field(True, validation_alias=_names("MEMHUB_PIPELINE_ENABLED"))
     pipeline_mode: Literal["chat", "code"] = Field(
@@ -383,6 +390,7 @@ class Settings(BaseSettings):
         "proxy_turn_recall",
         "proxy_offload",
         "proxy_capture",
+        "vector_snapshots",
         mode="before",
     )
     @classmethod

@@ -356,6 +356,97 @@ def test_ann_allowed(make_index: Any) -> None:
     assert got[0] == 50_001 and 50_000 not in got
 
 
+def _restored(state: Any, read: Any = None, failures: list[Exception] | None = None) -> VectorIndex:
+    """An index made of an export, its saved graph restored in the background (through `read` when given)."""
+    graph = state.graph
+    source = vectors_mod.GraphSource(
+        read=read or (lambda: graph.data),
+        pending=graph.pending,
+        recent=graph.recent,
+        tombstones=graph.tombstones,
+        size=graph.size,
+        on_failure=(failures if failures is not None else []).append,
+    )
+    return VectorIndex.of_rows(DIM, state.keys, state.matrix, graph=source, exact_limit=LIMIT, ann_threads=2)
+
+
+def test_an_exported_index_restores_with_its_graph_and_answers_the_same(make_index: Any) -> None:
+    index, _, queries = _ann_index(make_index)
+    assert index.wait_ready(60) and index.approximate
+    index.remove(list(range(100)))  # tombstones and pending keys are saved too
+    index._drain_pending = lambda: False  # type: ignore[method-assign]
+    index.upsert(list(range(100, 150)), _clustered(50, DIM, seed=5))
+    assert index._pending
+    state = index.export(index.version)
+    assert state is not None and state.graph is not None and state.graph.pending.shape[0] == 50
+    assert index.export(index.version - 1) is None  # only the state it was asked for
+    restored = _restored(state)
+    try:
+        assert not restored.approximate  # exact until the graph is back
+        expected = [index.search(q, 10) for q in queries[:20]]
+        assert restored.wait_ready(60) and restored.approximate
+        assert restored.graph_builds == 0  # restored, not built
+        _assert_graph_consistent(restored)
+        got = [restored.search(q, 10) for q in queries[:20]]
+        assert [_keys(r) for r in got] == [_keys(r) for r in expected]
+    finally:
+        restored.close(wait=True)
+
+
+def test_mutations_during_a_graph_restore_are_not_lost(make_index: Any) -> None:
+    index, data, _ = _ann_index(make_index)
+    assert index.wait_ready(60)
+    state = index.export(index.version)
+    assert state is not None and state.graph is not None
+    entered, release = threading.Event(), threading.Event()
+
+    def held_read() -> bytes | bytearray:
+        entered.set()
+        assert release.wait(30)
+        return state.graph.data
+
+    restored = _restored(state, held_read)
+    try:
+        assert entered.wait(30)
+        removed, updated, inserted = list(range(0, 200)), list(range(500, 600)), list(range(20_000, 20_100))
+        new_vectors = _clustered(200, DIM, seed=42)
+        restored.remove(removed)
+        restored.upsert(updated + inserted, new_vectors)
+        release.set()
+        for key in removed:
+            del data[key]
+        data.update(zip(updated + inserted, new_vectors, strict=True))
+        assert restored.wait_ready(60) and restored.approximate
+        _assert_graph_consistent(restored)
+        for key in updated + inserted:
+            assert restored.search(data[key], 1)[0] == (key, pytest.approx(1.0, abs=1e-5))
+        x = np.stack([state.matrix[k] for k in removed[:50]])
+        for q in x:
+            assert not set(_keys(restored.search(q, 10))) & set(removed)
+    finally:
+        release.set()
+        restored.close(wait=True)
+
+
+def test_an_unreadable_saved_graph_is_reported_and_built_anew(make_index: Any) -> None:
+    index, data, queries = _ann_index(make_index)
+    assert index.wait_ready(60)
+    state = index.export(index.version)
+    assert state is not None and state.graph is not None
+
+    def unreadable() -> bytes:
+        raise OSError("gone")
+
+    failures: list[Exception] = []
+    restored = _restored(state, unreadable, failures)
+    try:
+        assert restored.wait_ready(60) and restored.approximate
+        assert [str(e) for e in failures] == ["gone"] and restored.graph_builds == 1
+        assert _recall(restored, data, queries[:50]) >= 0.98
+    finally:
+        restored.close(wait=True)
+
+
 def test_shrinking_goes_back_to_exact(make_index: Any) -> None:
     index, data, queries = _ann_index(make_index, n=5000, seed=3)
     assert index.wait_ready(60) and index.approximate

@@ -34,6 +34,15 @@ Approximate path (scopes larger than `exact_limit`)
       else falling back to an exact scan of the allowed rows.
     If `usearch` cannot be imported the index stays exact forever (logged once).
 
+Saving and restoring (the store's snapshots)
+    `export` copies the rows, and the graph as usearch serialises it with the keys it does not serve on its own
+    (pending, recently added), unless a build is running. `of_rows` makes an index of rows whose keys are known to
+    be distinct without upsert's per-key work; given a saved graph, the background thread restores it as if it
+    were a build (mutations meanwhile are journaled and settled when it is published), and searches stay exact
+    until then. A saved graph that cannot be read, or is not the graph this index would build, is reported to
+    the caller and a new one is built from the rows. usearch holds the GIL while it saves or restores a graph
+    (70-120 ms at 100k vectors): the process's other threads pause that long, once per restore and per save.
+
 Thread safety
     A writer-preferring readers/writer lock: searches share it (numpy releases the GIL, so they really run
     in parallel), mutations and the background graph updates take it exclusively. A search therefore always
@@ -50,7 +59,8 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -93,6 +103,43 @@ _RECENT_EXACT = 2048
 _BUILD_CHUNK = 1024
 # An allowed set up to this size is mapped to rows through the dict; larger ones through a sorted key array.
 _DICT_LOOKUP_MAX = 2048
+
+
+@dataclass(frozen=True, slots=True)
+class GraphState:
+    """An HNSW graph as usearch serialises it, with what the index knows about it beyond the graph itself."""
+
+    data: bytes | bytearray
+    pending: np.ndarray  # int64 live keys whose current vector is not in the graph
+    recent: np.ndarray  # int64 keys added to the graph after its build, oldest first
+    tombstones: int  # removals since the build, still traversed by searches
+    size: int  # live vectors in the graph
+
+
+@dataclass(frozen=True, slots=True)
+class IndexState:
+    """A copy of an index's contents: its rows as it holds them (float32) and its graph, if it has one."""
+
+    keys: np.ndarray  # int64 (n,)
+    matrix: np.ndarray  # float32 (n, dim), row i is the vector of keys[i]
+    graph: GraphState | None
+    graph_builds: int  # the index's `graph_builds` when copied
+
+
+@dataclass(frozen=True, slots=True)
+class GraphSource:
+    """A saved graph to restore in the background instead of building one.
+
+    `read` returns usearch's serialisation (raising when it cannot: missing, truncated, checksum); `on_failure` is
+    told when the graph could not be used, after which the index builds a new one from its rows.
+    """
+
+    read: Callable[[], bytes | bytearray]
+    pending: np.ndarray
+    recent: np.ndarray
+    tombstones: int
+    size: int
+    on_failure: Callable[[Exception], None]
 
 
 class _RWLock:
@@ -171,7 +218,13 @@ class VectorIndex:
     """Cosine top-k over the (L2-normalised) vectors of one scope. See the module docstring."""
 
     def __init__(
-        self, dim: int, *, exact_limit: int = 20_000, ann_threads: int = 1, ann_dtype: AnnDType = "f16"
+        self,
+        dim: int,
+        *,
+        exact_limit: int = 20_000,
+        ann_threads: int = 1,
+        ann_dtype: AnnDType = "f16",
+        on_graph_built: Callable[[], None] | None = None,
     ) -> None:
         if dim <= 0:
             raise ValueError(f"dim must be positive, got {dim}")
@@ -179,6 +232,8 @@ class VectorIndex:
         self._exact_limit = max(1, int(exact_limit))
         self._ann_threads = max(1, int(ann_threads))
         self._ann_dtype: AnnDType = ann_dtype
+        # Called in the background thread after a build publishes its graph (the store saves a snapshot then).
+        self._on_graph_built = on_graph_built
         self._lock = _RWLock()
         # usearch's Python binding releases the GIL but runs every single-query search in its per-thread
         # context 0 (and calls reserve() first), so two threads searching the same graph at once would share
@@ -201,6 +256,8 @@ class VectorIndex:
         self._want_build = False
         self._build_gen = 0  # bumped to cancel a running build
         self._journal: set[int] | None = None  # keys touched since the running build started; None = no build
+        self._restore: GraphSource | None = None  # a saved graph waiting to be restored by the background thread
+        self._graph_builds = 0  # graphs built (not restored) and published
         self._closed = False
         self._ann_failed = False  # set when a background build failed: stay exact rather than retry forever
         self._wake = threading.Event()
@@ -226,6 +283,83 @@ class VectorIndex:
     def approximate(self) -> bool:
         """True when searches currently go through the ANN graph."""
         return self._graph is not None
+
+    @property
+    def graph_builds(self) -> int:
+        """How many graphs this index built and published (a restored one does not count)."""
+        return self._graph_builds
+
+    @property
+    def version(self) -> int:
+        """Moves on with every upsert and remove: `export(version)` copies only the state it was read with."""
+        return self._version
+
+    # ------------------------------------------------------------------ bulk load, export
+
+    @classmethod
+    def of_rows(
+        cls,
+        dim: int,
+        keys: Sequence[int] | np.ndarray,
+        matrix: np.ndarray,
+        *,
+        graph: GraphSource | None = None,
+        exact_limit: int = 20_000,
+        ann_threads: int = 1,
+        ann_dtype: AnnDType = "f16",
+        on_graph_built: Callable[[], None] | None = None,
+    ) -> VectorIndex:
+        """An index of rows with distinct keys (a scope as stored), without upsert's per-key work; the matrix is
+        taken over, not copied, when it is a writable float32 array. With `graph`, the saved graph is restored in
+        the background instead of building one (searches are exact until then)."""
+        index = cls(
+            dim, exact_limit=exact_limit, ann_threads=ann_threads, ann_dtype=ann_dtype, on_graph_built=on_graph_built
+        )
+        karr = _as_keys(keys)
+        mat = np.asarray(matrix, dtype=np.float32)
+        if mat.ndim != 2 or mat.shape != (karr.shape[0], index._dim):
+            raise ValueError(f"matrix must have shape ({karr.shape[0]}, {index._dim}), got {mat.shape}")
+        if not (mat.flags.writeable and mat.flags.c_contiguous):
+            mat = mat.copy()  # mutations write rows in place
+        if not (karr.flags.writeable and karr.flags.c_contiguous):
+            karr = karr.copy()
+        row = dict(zip(karr.tolist(), range(karr.shape[0]), strict=True))
+        if len(row) != karr.shape[0]:
+            raise ValueError("keys must be distinct")
+        with index._lock.write():
+            index._mat, index._keys, index._n, index._row = mat, karr, karr.shape[0], row
+            index._version += 1
+            usable = _UsearchIndex is not None and index._n >= index._exact_limit // 2
+            if graph is not None and usable:
+                index._restore = graph
+                index._ensure_worker()
+                index._wake.set()
+            index._after_mutation()
+        return index
+
+    def export(self, version: int) -> IndexState | None:
+        """A copy of the rows and the graph, if the index is still at `version` and no build or restore is under
+        way (its graph would soon be replaced); None otherwise. Blocks mutations while it copies."""
+        with self._lock.read():
+            if self._version != version or self._closed:
+                return None
+            if self._want_build or self._journal is not None or self._restore is not None:
+                return None
+            n = self._n
+            keys, matrix = self._keys[:n].copy(), self._mat[:n].copy()
+            graph = None
+            if self._graph is not None:
+                with self._graph_search_lock:  # the binding's search scratch space is shared; saving is a read
+                    data = self._graph.save()
+                graph = GraphState(
+                    data=data,
+                    pending=np.fromiter(self._pending, dtype=np.int64, count=len(self._pending)),
+                    recent=np.fromiter(self._recent, dtype=np.int64, count=len(self._recent)),
+                    tombstones=self._tombstones,
+                    size=len(self._graph),
+                )
+            builds = self._graph_builds
+        return IndexState(keys, matrix, graph, builds)
 
     # ------------------------------------------------------------------ mutations
 
@@ -347,10 +481,10 @@ class VectorIndex:
             return
         n = self._n
         if n < self._exact_limit // 2:
-            if self._graph is not None or self._journal is not None or self._want_build:
+            if self._graph is not None or self._journal is not None or self._want_build or self._restore is not None:
                 self._drop_graph()
             return
-        building = self._journal is not None or self._want_build
+        building = self._journal is not None or self._want_build or self._restore is not None
         if self._graph is None:
             if n > self._exact_limit and not building:
                 self._request_build()
@@ -373,6 +507,7 @@ class VectorIndex:
         self._recent.clear()
         self._tombstones = 0
         self._want_build = False
+        self._restore = None
         self._journal = None
         self._build_gen += 1  # a running build sees this and stops
 
@@ -392,7 +527,13 @@ class VectorIndex:
         with self._lock.write():
             if self._closed:
                 return False
-            if self._want_build:
+            restore = self._restore
+            if restore is not None:
+                self._restore = None
+                self._build_gen += 1
+                self._journal = set()
+                gen = self._build_gen
+            elif self._want_build:
                 self._want_build = False
                 self._build_gen += 1
                 self._journal = set()
@@ -402,7 +543,10 @@ class VectorIndex:
                 return self._drain_pending()
             else:
                 return False
-        self._build(gen, n0)
+        if restore is not None:
+            self._restore_graph(gen, restore)
+        else:
+            self._build(gen, n0)
         return True
 
     def _drain_pending(self) -> bool:
@@ -464,10 +608,56 @@ class VectorIndex:
             self._graph = graph
             self._tombstones = 0
             self._journal = None
+            self._graph_builds += 1
             pending = len(self._pending)
         log.info(
             "vector graph built: %d vectors in %.1f s (%d pending)", len(graph), time.perf_counter() - started, pending
         )
+        if self._on_graph_built is not None:
+            try:
+                self._on_graph_built()
+            except Exception:  # the graph is published and serving; only its snapshot is lost
+                log.exception("after the vector graph build")
+
+    def _restore_graph(self, gen: int, source: GraphSource) -> None:
+        """Load a saved graph and publish it like a build; on any failure, tell the source and build one instead."""
+        started = time.perf_counter()
+        try:
+            assert _UsearchIndex is not None
+            graph = _UsearchIndex.restore(source.read())
+            expected = self._new_graph()
+            same = graph is not None and all(
+                getattr(graph, name) == getattr(expected, name) for name in ("ndim", "dtype", "metric", "connectivity")
+            )
+            if not same:
+                raise ValueError("the saved graph is not the one this index builds (dimension, dtype, metric, degree)")
+            if len(graph) != source.size:
+                raise ValueError(f"the saved graph holds {len(graph)} vectors, its snapshot says {source.size}")
+        except Exception as exc:
+            log.warning("saved vector graph not used (%s): building one from the vectors", exc)
+            source.on_failure(exc)
+            with self._lock.write():
+                if gen == self._build_gen and not self._closed:
+                    self._journal = None
+                    self._after_mutation()  # requests the build when the scope is large enough
+            return
+
+        with self._lock.write():
+            if gen != self._build_gen or self._closed or self._journal is None:
+                return
+            journal = self._journal
+            removed = 0
+            if journal:  # changed while the graph loaded: out of it, and scored exactly until re-added
+                keys = np.fromiter(journal, dtype=np.int64, count=len(journal))
+                removed = int(np.sum(graph.remove(_to_usearch_keys(keys))))
+            live = self._row
+            self._pending = {key for key in itertools.chain(source.pending.tolist(), journal) if key in live}
+            self._recent = {key: None for key in source.recent.tolist() if key in live and key not in journal}
+            self._graph = graph
+            self._tombstones = source.tombstones + removed
+            self._journal = None
+            self._after_mutation()
+        log.info("vector graph restored: %d vectors in %.2f s", len(graph), time.perf_counter() - started)
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Block until no build is pending or running and no pending keys wait for the graph (for tests and
@@ -479,7 +669,12 @@ class VectorIndex:
                     _UsearchIndex is None
                     or self._closed
                     or self._ann_failed
-                    or (not self._want_build and self._journal is None and (self._graph is None or not self._pending))
+                    or (
+                        not self._want_build
+                        and self._restore is None
+                        and self._journal is None
+                        and (self._graph is None or not self._pending)
+                    )
                 )
             if idle:
                 return True

@@ -145,6 +145,14 @@ class MemoryStore(ABC):
         Raises ValueError, writing nothing, if `model` is not the store's model (vectors are never mixed).
         """
 
+    def warm_vectors(self, limit: int) -> None:  # noqa: B027 - optional: a backend may have nothing to warm
+        """Start loading the vector indexes of the `limit` scopes written last, in the background, so that their
+        first searches need not; 0 loads none. A backend without in-memory indexes has nothing to do."""
+
+    def wait_warm(self, timeout: float | None = None) -> bool:
+        """Wait for `warm_vectors`' loads to end (tests); False when they still run after `timeout`."""
+        return True
+
     @abstractmethod
     def vector_search_messages(
         self, scope: MemoryScope, vector: np.ndarray, flt: MessageFilter, limit: int

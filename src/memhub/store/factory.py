@@ -22,6 +22,7 @@ class StoreOptions:
     busy_timeout_ms: int = 10_000  # how long a write waits for another writer's lock
     synchronous: str = "FULL"  # SQLite durability (`OFF` only for throwaway benchmark data)
     exact_vector_limit: int | None = None  # below this many vectors per scope, search scans them exactly
+    vector_snapshots: bool = True  # large scopes' vector indexes are saved to disk and loaded from there at start
 
 
 class UnknownBackend(ValueError):
@@ -31,6 +32,7 @@ class UnknownBackend(ValueError):
 def _sqlite(location: str, options: StoreOptions) -> MemoryStore:
     # Imported on use: a process opens one backend and need not load the others' drivers.
     from memhub.store.sqlite.store import EXACT_VECTOR_LIMIT, SQLiteStore
+    from memhub.store.sqlite.vectors import SnapshotPolicy
 
     limit = EXACT_VECTOR_LIMIT if options.exact_vector_limit is None else options.exact_vector_limit
     return SQLiteStore(
@@ -38,6 +40,7 @@ def _sqlite(location: str, options: StoreOptions) -> MemoryStore:
         synchronous=options.synchronous,
         busy_timeout_ms=options.busy_timeout_ms,
         exact_vector_limit=limit,
+        snapshots=SnapshotPolicy(enabled=options.vector_snapshots),
     )
 
 

@@ -15,6 +15,9 @@ from memhub.store.sqlite.skills_schema import create_skill_tables
 
 Migration = str | Callable[[sqlite3.Connection], None]
 
+# The database's random identity (instance_settings), created once by migration 18.
+DATABASE_ID_SETTING = "vectors.database_id"
+
 
 def _neighbour_context_and_vectors(con: sqlite3.Connection) -> None:
     """v2: a `context` column for L0 full text (context.py), vectors and the embedding queue.
@@ -280,5 +283,12 @@ MIGRATIONS: list[Migration] = [
     # Migration 17: a file read's outline, made once by the summary stage instead of at every compaction.
     """
     ALTER TABLE offload_pairs ADD COLUMN outline TEXT;
+    """,
+    # Migration 18: vector snapshots (vector_snapshots.py). When each scope's vectors last changed, so a start can
+    # load the most recently written scopes first; and the database's own random id, which a snapshot must carry
+    # (epochs start at 1 again in a new database, so an epoch alone cannot tell whose snapshot it is).
+    f"""
+    ALTER TABLE vector_epochs ADD COLUMN changed_ms INTEGER NOT NULL DEFAULT 0;
+    INSERT OR IGNORE INTO instance_settings (name, value) VALUES ('{DATABASE_ID_SETTING}', lower(hex(randomblob(16))));
     """,
 ]

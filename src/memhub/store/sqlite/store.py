@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import secrets
 import sqlite3
 import threading
+import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,10 +56,12 @@ from memhub.store.sqlite.meta import SQLiteMetaStore
 from memhub.store.sqlite.offload import SQLiteOffloadStore
 from memhub.store.sqlite.pipeline import SQLitePipelineStore, note_session_activity
 from memhub.store.sqlite.prompts import SQLitePromptStore
-from memhub.store.sqlite.schema import MIGRATIONS
+from memhub.store.sqlite.schema import DATABASE_ID_SETTING, MIGRATIONS
 from memhub.store.sqlite.skills import SQLiteSkillStore
+from memhub.store.sqlite.snapshot_writer import SnapshotWriter
 from memhub.store.sqlite.util import chunks, drop_rows, json_or_none
-from memhub.store.sqlite.vectors import ScopeVectors
+from memhub.store.sqlite.vector_snapshots import VectorSnapshots
+from memhub.store.sqlite.vectors import DEFAULT_SNAPSHOTS, ScopeVectors, SnapshotPolicy
 from memhub.timeutil import now_ms
 
 DB_FILENAME = "memhub.db"
@@ -65,6 +71,8 @@ EXACT_VECTOR_LIMIT = 20_000
 EMBEDDING_MODEL_SETTING = "embedding.model"
 IDEMPOTENCY_RETENTION_MS = 7 * 24 * 3600 * 1000
 MMAP_BYTES = 256 * 1024 * 1024  # address space only: pages are read on demand and shared with the OS cache
+
+log = logging.getLogger(__name__)
 
 _MESSAGES_FTS = FtsIndex(fts="l0_fts", vocab="l0_vocab", content="l0_messages", columns=(WORDS, GRAMS, CONTEXT))
 
@@ -79,6 +87,7 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
         synchronous: str = "FULL",
         busy_timeout_ms: int = 10_000,
         exact_vector_limit: int = EXACT_VECTOR_LIMIT,
+        snapshots: SnapshotPolicy = DEFAULT_SNAPSHOTS,
     ) -> None:
         self.path = Path(data_dir) / DB_FILENAME
         # Memories are private: a new data dir is owner-only, and so is the database (SQLite gives
@@ -94,12 +103,34 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
         self._connections_lock = threading.Lock()
         self._closed = False
         self._writer = self._connect()
-        self._vectors = {
-            "l0": ScopeVectors("l0", "l0_vectors", "l0_messages", exact_limit=exact_vector_limit),
-            "l1": ScopeVectors("l1", "l1_vectors", "l1_atomic", exact_limit=exact_vector_limit),
-            "skill": ScopeVectors("skill", "skill_vectors", "skill_versions", exact_limit=exact_vector_limit),
-        }
+        self._vectors: dict[str, ScopeVectors] = {}
         self._migrate()
+        # Vector indexes are cached per scope and saved beside the database file (vector_snapshots.py).
+        # Migration 18 gives every database its id; one deleted since gets a new one (no snapshot matches then).
+        database_id = self.get_setting(DATABASE_ID_SETTING) or self.put_setting(
+            DATABASE_ID_SETTING, secrets.token_hex(16), only_if_absent=True
+        )
+        self._snapshot_policy = snapshots
+        self._snapshots = VectorSnapshots.beside(self.path, database_id)
+        if snapshots.enabled:
+            self._snapshots.remove_stale_temp_files()
+        self._snapshot_writer = SnapshotWriter()
+        self._warm_thread: threading.Thread | None = None
+        tables = {"l0": ("l0_vectors", "l0_messages"), "l1": ("l1_vectors", "l1_atomic")}
+        tables["skill"] = ("skill_vectors", "skill_versions")
+        self._vectors = {
+            kind: ScopeVectors(
+                kind,
+                vector_table,
+                content_table,
+                exact_limit=exact_vector_limit,
+                snapshots=self._snapshots,
+                writer=self._snapshot_writer,
+                reader=self._reader,
+                policy=snapshots,
+            )
+            for kind, (vector_table, content_table) in tables.items()
+        }
         self._meta = SQLiteMetaStore(self._reader, self._write)
         self._pipeline = SQLitePipelineStore(self)
         self._prompts = SQLitePromptStore(self)
@@ -150,10 +181,11 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
             try:
                 yield con
             except BaseException:
-                con.execute("ROLLBACK")
-                # Cached vector indexes may hold this transaction's changes: rebuild them on demand.
+                # Cached vector indexes may hold this transaction's changes: rebuild them on demand. Dropped before
+                # the rollback, so a snapshot being written can tell by the cache alone that its state was undone.
                 for vectors in self._vectors.values():
                     vectors.forget_all()
+                con.execute("ROLLBACK")
                 raise
             con.execute("COMMIT")
 
@@ -201,6 +233,7 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
         return self._offload
 
     def close(self) -> None:
+        self._snapshot_writer.close()  # a snapshot being written stops at its next chunk and leaves no file
         for vectors in self._vectors.values():
             vectors.close()
         with self._connections_lock:
@@ -403,8 +436,78 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
 
     # -- vectors ---------------------------------------------------------------------------
     def _set_dim(self, dim: int) -> None:
+        model_id = self._model.model_id if self._model else ""
         for vectors in self._vectors.values():
             vectors.dim = dim
+            vectors.model_id = model_id
+
+    def warm_vectors(self, limit: int) -> None:
+        if self._warm_thread is not None or (limit <= 0 and not self._snapshot_policy.enabled):
+            return
+        self._warm_thread = threading.Thread(target=self._warm, args=(limit,), name="memhub-vector-warm", daemon=True)
+        self._warm_thread.start()
+
+    def wait_warm(self, timeout: float | None = None) -> bool:
+        thread = self._warm_thread
+        if thread is not None:
+            thread.join(timeout)
+        return thread is None or not thread.is_alive()
+
+    def _warm(self, limit: int) -> None:
+        """Load the indexes of the `limit` scopes whose vectors changed last (at the process's normal priority: a
+        search that wants one of them waits for its load), then delete the snapshots no scope can use any more."""
+        try:
+            self._sync_model()
+            con = self._reader()
+            if self._model is None or limit <= 0:
+                latest = []
+            else:
+                latest = con.execute(
+                    "SELECT kind, scope_key FROM vector_epochs ORDER BY changed_ms DESC, epoch DESC LIMIT ?", (limit,)
+                ).fetchall()
+            for kind, scope_key in latest:
+                vectors = self._vectors.get(kind)
+                if self._closed:
+                    return
+                if vectors is not None:
+                    vectors.index(con, scope_key)
+            if self._snapshot_policy.enabled and not self._closed:
+                vectors_of = self._vectors
+
+                def epoch_of(kind: str, key: str) -> int:  # a kind this version does not know: kept
+                    return vectors_of[kind].db_epoch(con, key) if kind in vectors_of else 0
+
+                pruned = self._snapshots.prune(epoch_of)
+                if pruned:
+                    log.info("%d vector snapshots no scope can use any more deleted", pruned)
+        except Exception:
+            if not self._closed:  # closing under a load in progress is expected; anything else is not
+                log.exception("loading the vector indexes of the latest scopes failed")
+
+    def settle_vectors(self, timeout: float | None = None) -> bool:
+        """Wait until the cached indexes' graph builds and the snapshot writes due within `timeout` are done (tests,
+        benchmarks); False on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def left() -> float | None:
+            return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+        while True:
+            if not all(vectors.wait_ready(left()) for vectors in self._vectors.values()):
+                return False
+            if not self._snapshot_writer.wait_idle(left()):
+                return False
+            # A build that ended meanwhile has asked for a snapshot: done only when both are idle at once.
+            if all(vectors.wait_ready(0) for vectors in self._vectors.values()) and self._snapshot_writer.wait_idle(0):
+                return True
+
+    def vector_loads(self) -> Counter[tuple[str, str]]:
+        """How many indexes were loaded, by (kind, "snapshot" or "sql") (diagnostics, tests)."""
+        counts: Counter[tuple[str, str]] = Counter()
+        for kind, vectors in self._vectors.items():
+            for source, n in vectors.loads.items():
+                counts[(kind, source)] = n
+        return counts
 
     def _sync_model(self) -> None:
         """Follow a model adopted or changed by another process (the cached indexes would be wrong)."""
@@ -459,6 +562,8 @@ class SQLiteStore(AtomicTables, ClearTables, MemoryStore):
                 vectors.forget_all()
             self._model = model
             self._set_dim(model.dim)
+        # Every vector is gone (and every epoch moved on): no snapshot can match again.
+        self._snapshots.delete_all()
 
     def embedding_backlog(self) -> int:
         return self._reader().execute("SELECT COUNT(*) FROM embedding_queue").fetchone()[0]
