@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from memhub.durable import fsync_directory
+
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
 
@@ -51,18 +53,6 @@ SUFFIX = ".json"
 TMP_SUFFIX = ".tmp"
 
 
-def _fsync_dir(path: Path) -> None:
-    """Make a directory's entries (a rename, an unlink) durable. Windows cannot open a directory as a file; its
-    file system journals the rename itself."""
-    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_durably(path: Path, record: dict[str, Any]) -> None:
     """`record` at `path`, all of it or nothing, on disk when this returns."""
     data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
@@ -77,7 +67,7 @@ def _write_durably(path: Path, record: dict[str, Any]) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    fsync_directory(path.parent)
 
 
 def _try_lock(path: Path, *, create: bool) -> int | None:
@@ -126,7 +116,7 @@ class Spool:
         own = self.root / f"{RUN_PREFIX}{name}"
         # Locked before it is named as a run: another run never sees this directory unlocked while it lives.
         new.rename(own)
-        _fsync_dir(self.root)
+        fsync_directory(self.root)
         self.dir, self._lock_fd = own, fd
         for entry in sorted(self.root.iterdir()):
             if entry == own or entry.name == REJECTED_DIR:
@@ -135,7 +125,7 @@ class Spool:
                 self._adopt_run(entry)
             elif entry.is_file() and entry.name.endswith(SUFFIX):
                 self._move_in(entry)
-        _fsync_dir(own)
+        fsync_directory(own)
         return sorted(self.files())
 
     def files(self) -> Iterator[Path]:
@@ -164,7 +154,7 @@ class Spool:
     def remove(self, path: Path) -> None:
         """The turn is written: its file goes (durably, so a restart does not replay it)."""
         path.unlink(missing_ok=True)
-        _fsync_dir(path.parent)
+        fsync_directory(path.parent)
 
     def reject(self, path: Path, record: dict[str, Any] | None) -> Path:
         """Move a turn the store refused for good to rejected/: `record` (with the reason) as its content, or the
@@ -173,8 +163,8 @@ class Spool:
         target = self.rejected / path.name
         if record is None:
             path.rename(target)
-            _fsync_dir(self.rejected)
-            _fsync_dir(path.parent)
+            fsync_directory(self.rejected)
+            fsync_directory(path.parent)
             return target
         _write_durably(target, record)
         self.remove(path)

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from memhub.durable import fsync_directory
 from memhub.index.vectors import IndexState
 
 log = logging.getLogger(__name__)
@@ -264,7 +265,7 @@ class VectorSnapshots:
                 return False
             os.replace(meta_temp, self._meta_path(kind, scope_key))
             committed = True
-            _fsync_directory(self.directory)
+            fsync_directory(self.directory)
         finally:
             if not committed:  # the previous snapshot stays the scope's; this one's files go
                 _unlink(temp)
@@ -425,14 +426,3 @@ def _read_section(f: Any, section: Section, target: memoryview, name: str) -> No
 def _unlink(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError, PermissionError):
         path.unlink()
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make the renames durable (not possible on Windows, where a rename is already durable enough)."""
-    if os.name == "nt":
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
