@@ -108,6 +108,18 @@ def servers() -> Iterator[Callable[[Callable[[socket.socket], None]], RawServer]
         server.close()
 
 
+def silent_server(servers: Callable[[Callable[[socket.socket], None]], RawServer]) -> RawServer:
+    """A server that reads each request and never answers (until the test ends)."""
+    holder: list[RawServer] = []
+
+    def silent(conn: socket.socket) -> None:
+        read_request(conn)
+        holder[0].stall()
+
+    holder.append(servers(silent))
+    return holder[0]
+
+
 def connection(url: str) -> Connection:
     return Connection(url=url, key="mh-gw-wire-test-key-0123456789", service_id="svc", **SCOPE)
 
@@ -122,14 +134,7 @@ READ_CORE = Request("/v3/core/read", {**SCOPE})
 def test_a_gateway_that_never_answers_ends_at_the_deadline(
     servers: Callable[[Callable[[socket.socket], None]], RawServer], tmp_path: Path
 ) -> None:
-    holder: list[RawServer] = []
-
-    def silent(conn: socket.socket) -> None:
-        read_request(conn)
-        holder[0].stall()
-
-    server = servers(silent)
-    holder.append(server)
+    server = silent_server(servers)
     with pytest.raises(DeadlineExceeded):
         gateway(server.url, Deadline(DEADLINE_S)).send(READ_CORE)
 
@@ -167,14 +172,7 @@ def test_the_connection_timeout_ends_a_call_before_a_later_deadline(
 ) -> None:
     """The connection's own timeout, sooner than the event's deadline, is a TransportError (timeout), not the end
     of the event."""
-    holder: list[RawServer] = []
-
-    def silent(conn: socket.socket) -> None:
-        read_request(conn)
-        holder[0].stall()
-
-    server = servers(silent)
-    holder.append(server)
+    server = silent_server(servers)
     with pytest.raises(TransportError) as caught:
         gateway(server.url, Deadline(STALL_S), timeout=DEADLINE_S).send(READ_CORE)
     assert caught.value.timeout is True
